@@ -1,0 +1,160 @@
+# kiln — one non-recursive Makefile.
+#
+#   make            build build/kiln and build/libkiln-trace.so
+#   make check      unit tests (cmocka) + end-to-end tests (pytest)
+#   make demo       build kiln and run its main job on a real example
+#   make bench      every benchmark (or bench-shm, bench-registry, bench-meta)
+#   make install    PREFIX=/usr/local DESTDIR=
+#   make SAN=address|thread|undefined check
+#
+# Sources are found by directory (see docs/ and DESIGN.md for the layout), so
+# adding a .c file to a component needs no Makefile change.
+
+CC      ?= cc
+PYTHON  ?= /usr/bin/python3
+PREFIX  ?= /usr/local
+DESTDIR ?=
+SAN     ?=
+
+PKGS := sqlite3 libdw libelf
+
+ifeq ($(SAN),)
+BUILD := build
+else
+BUILD := build/san-$(SAN)
+endif
+
+BASE_CFLAGS := -std=c17 -Wall -Wextra -Werror -g -fPIC -D_GNU_SOURCE -Isrc \
+               -fno-strict-aliasing -MMD -MP
+OPT_CFLAGS  := -O2
+PKG_CFLAGS   = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS     = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CMOCKA_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null)
+
+ifneq ($(SAN),)
+SAN_FLAGS := -fsanitize=$(SAN) -fno-omit-frame-pointer
+ifeq ($(SAN),undefined)
+SAN_FLAGS += -fno-sanitize-recover=all
+endif
+OPT_CFLAGS := -O1
+endif
+
+CFLAGS  ?=
+LDFLAGS ?=
+ALL_CFLAGS  = $(BASE_CFLAGS) $(OPT_CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) $(CFLAGS)
+# Code that runs inside other programs (the preload library and the helper
+# programs it is tested with) is never sanitized: a sanitizer runtime cannot be
+# preloaded into arbitrary programs.
+NOSAN_CFLAGS = $(BASE_CFLAGS) -O2 $(PKG_CFLAGS) $(CFLAGS)
+
+# ---- sources by component ------------------------------------------------
+SHM_SRC      := $(wildcard src/shm/*.c)
+IPC_SRC      := $(wildcard src/ipc/*.c)
+REGISTRY_SRC := $(wildcard src/registry/*.c)
+SERVER_SRC   := $(wildcard src/server/*.c)
+TRACESVC_SRC := $(wildcard src/trace/service/*.c)
+META_SRC     := $(wildcard src/meta/*.c src/meta/tools/*.c)
+TRACE_SRC    := $(wildcard src/trace/*.c src/trace/hooks/*.c) $(TRACE_GEN_SRC)
+CLI_SRC      := $(wildcard src/cli/*.c)
+
+CORE_SRC := $(SHM_SRC) $(IPC_SRC) $(REGISTRY_SRC) $(SERVER_SRC) \
+            $(TRACESVC_SRC) $(META_SRC)
+
+obj     = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+objnosan = $(patsubst %.c,$(BUILD)/obj-nosan/%.o,$(1))
+
+LIBKILN       := $(BUILD)/libkiln.a
+LIBTRACECORE  := $(BUILD)/libkiln-trace-core.a
+KILN          := $(BUILD)/kiln
+PRELOAD       := $(BUILD)/libkiln-trace.so
+
+UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRC))
+UNIT_SUPPORT := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
+HELPER_SRC := $(wildcard tests/integration/helpers/*.c)
+HELPER_BINS := $(patsubst tests/integration/helpers/%.c,$(BUILD)/tests/helpers/%,$(HELPER_SRC))
+BENCH_SRC  := $(wildcard bench/*.c)
+BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+
+.PHONY: all deps check unit integration demo bench install clean
+.DEFAULT_GOAL := all
+
+all: $(KILN) $(PRELOAD)
+
+# Installs missing Debian packages as root, names them otherwise.
+deps: $(BUILD)/.deps-ok
+$(BUILD)/.deps-ok: .ci/deps
+	@mkdir -p $(@D)
+	@bash .ci/deps
+	@touch $@
+
+$(BUILD)/obj/%.o: %.c | $(BUILD)/.deps-ok
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/obj-nosan/%.o: %.c | $(BUILD)/.deps-ok
+	@mkdir -p $(@D)
+	$(CC) $(NOSAN_CFLAGS) -c $< -o $@
+
+$(LIBKILN): $(call obj,$(CORE_SRC))
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+# The preload library's code, sanitized, for unit tests of its pure parts.
+$(LIBTRACECORE): $(call obj,$(TRACE_SRC))
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(KILN): $(call obj,$(CLI_SRC)) $(LIBKILN)
+	$(CC) $(SAN_FLAGS) $(LDFLAGS) -o $@ $(call obj,$(CLI_SRC)) $(LIBKILN) $(PKG_LIBS) -lpthread
+
+# The preload library links only src/shm, src/ipc and its own code.
+$(PRELOAD): $(call objnosan,$(TRACE_SRC) $(SHM_SRC) $(IPC_SRC))
+	$(CC) -shared -Wl,-z,defs -Wl,-z,now $(LDFLAGS) -o $@ $^ -ldl -lpthread
+
+$(BUILD)/tests/unit/%: tests/unit/%.c $(call obj,$(UNIT_SUPPORT)) $(LIBTRACECORE) $(LIBKILN)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(call obj,$(UNIT_SUPPORT)) \
+	    $(LIBTRACECORE) $(LIBKILN) $(PKG_LIBS) $(CMOCKA_LIBS) -lpthread -ldl
+
+$(BUILD)/tests/helpers/%: tests/integration/helpers/%.c | $(BUILD)/.deps-ok
+	@mkdir -p $(@D)
+	$(CC) $(NOSAN_CFLAGS) -Wno-unused-result -o $@ $< -lpthread
+
+$(BUILD)/bench/%: bench/%.c $(LIBKILN)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -O2 $(PKG_CFLAGS) $(CFLAGS) -o $@ $< \
+	    $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC)) $(PKG_LIBS) -lpthread
+
+# ---- tests ---------------------------------------------------------------
+check: unit integration
+
+unit: $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
+
+integration: all $(HELPER_BINS)
+	KILN_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q tests/integration
+
+# ---- demo and benchmarks -------------------------------------------------
+demo: all
+	KILN_BUILD=$(abspath $(BUILD)) bash examples/demo.sh
+
+# Each benchmark NAME is driven by bench/run-NAME (any executable script),
+# which measures side by side, prints a table of ratios and writes
+# bench/out/NAME.json.
+BENCHES := $(patsubst bench/run-%,%,$(wildcard bench/run-*))
+bench: $(addprefix bench-,$(BENCHES))
+bench-%: all $(BENCH_BINS)
+	@mkdir -p bench/out
+	KILN_BUILD=$(abspath $(BUILD)) bench/run-$*
+
+# ---- install -------------------------------------------------------------
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/kiln
+	install -m 0755 $(KILN) $(DESTDIR)$(PREFIX)/bin/kiln
+	install -m 0644 $(PRELOAD) $(DESTDIR)$(PREFIX)/lib/kiln/libkiln-trace.so
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,70 @@
+/* The package registry: file -> owning package(s), package -> dependencies.
+ *
+ * This is the C API the trace service uses (and the `kiln registry` command
+ * is built on). Paths given to lookups are canonical: absolute, normalised,
+ * every directory component resolved through symlinks, the last component
+ * NOT followed (so a symlink is looked up as itself). The registry stores,
+ * for each listed file, both the listed path and this canonical path
+ * (Debian's merged /usr: /bin/bash is listed, /usr/bin/bash is canonical).
+ */
+#ifndef KILN_REGISTRY_H
+#define KILN_REGISTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct kiln_registry;
+
+enum registry_open_flags {
+	REGISTRY_RDONLY = 0,
+	REGISTRY_RDWR = 1,   /* create the database (and its schema) if absent */
+};
+
+enum registry_kind {
+	REGISTRY_KIND_FILE = 0,
+	REGISTRY_KIND_DIR = 1,
+	REGISTRY_KIND_SYMLINK = 2,
+};
+
+/* The default database path: $KILN_DB if set, else
+ * $XDG_CACHE_HOME/kiln/registry.db (or ~/.cache/kiln/registry.db). */
+const char *registry_default_path(char *buf, size_t len);
+
+/* Opens (RDONLY: must exist; RDWR: creates and migrates). On failure returns
+ * NULL with a message naming the file and cause in err. */
+struct kiln_registry *registry_open(const char *path, int flags, char *err, size_t errlen);
+void registry_close(struct kiln_registry *reg);
+
+/* Package ids of every package that lists canonical path `path` (a regular
+ * file normally has one owner, a directory many). Writes up to `cap` ids into
+ * `ids` and returns the total number of owners (may exceed cap): 0 if the
+ * registry does not know the path, -1 on a database error. */
+int registry_owners(struct kiln_registry *reg, const char *path, int64_t *ids, size_t cap);
+
+/* Name of package `id` into buf ("" if unknown). Returns buf. */
+const char *registry_package_name(struct kiln_registry *reg, int64_t id, char *buf, size_t len);
+
+/* True if `path` (canonical) lies inside a tree the registry manages, i.e. some
+ * ancestor directory of it is listed by a package. Used to report unknown
+ * files in managed trees. */
+bool registry_in_managed_tree(struct kiln_registry *reg, const char *path);
+
+/* A set of package ids, sorted, for fast membership tests. */
+struct registry_pkgset {
+	int64_t *ids;
+	size_t n, cap;
+};
+
+/* The dependency closure of `names` (Depends and Pre-Depends, alternatives
+ * resolved to whichever installed alternatives exist, virtual packages through
+ * Provides). With `with_essential`, every package marked Essential: yes (and
+ * its own closure) is included, as Debian policy says build environments
+ * have them. Unknown names are an error naming the package. Returns 0, or -1
+ * with a message in err. */
+int registry_closure(struct kiln_registry *reg, const char *const *names, size_t n,
+		     bool with_essential, struct registry_pkgset *out, char *err, size_t errlen);
+bool registry_pkgset_has(const struct registry_pkgset *set, int64_t id);
+void registry_pkgset_free(struct registry_pkgset *set);
+
+#endif

@@ -1,0 +1,57 @@
+/* What the preload library's hooks ask, and how they get an answer.
+ *
+ * The hooks (src/trace/hooks/) only call these functions; the client side of
+ * the trace protocol (src/trace/client.c) implements them with a round trip to
+ * the trace server, and the shared-memory verdict cache will slot in front of
+ * that round trip without changing this interface.
+ *
+ * All of these run on the hook path: no locks, no malloc, no stdio; safe in a
+ * signal handler, in a vfork child and in a child after fork in a threaded
+ * program.
+ */
+#ifndef KILN_TRACE_VERDICT_H
+#define KILN_TRACE_VERDICT_H
+
+#include <stddef.h>
+
+/* Access classes: a bit set. */
+enum kiln_access {
+	KILN_A_STAT   = 1u << 0, /* metadata: stat, access, readlink, lstat */
+	KILN_A_READ   = 1u << 1, /* open for reading, dlopen */
+	KILN_A_WRITE  = 1u << 2, /* open for writing, truncate, chmod, utime... */
+	KILN_A_EXEC   = 1u << 3, /* execve target or #! interpreter */
+	KILN_A_LIST   = 1u << 4, /* opendir / getdents of a directory */
+	KILN_A_CREATE = 1u << 5, /* a new name: O_CREAT, mkdir, symlink, link, rename target */
+	KILN_A_DELETE = 1u << 6, /* unlink, rmdir, rename source */
+};
+
+enum kiln_verdict {
+	KILN_V_ALLOW = 0,
+	KILN_V_HIDE  = 1, /* the path does not exist for this build: ENOENT */
+	KILN_V_DENY  = 2, /* the path exists but this access is refused: EACCES */
+	KILN_V_ERROR = 3, /* no answer (server gone): fail closed, EIO */
+};
+
+/* Query flags. */
+enum kiln_qflags {
+	KILN_Q_NOFOLLOW = 1u << 0, /* do not follow a symlink in the last component */
+};
+
+/* Verdict for an absolute path (lexically cleaned: no "//", no "/./"; ".."
+ * kept, since only the server resolves symlinks). */
+int kiln_ask(const char *abspath, unsigned access, unsigned qflags);
+
+/* Verdicts for `n` entries of directory `absdir` in one round trip: sets
+ * hidden[i] = 1 for each entry that must vanish from the listing. Returns 0,
+ * or -1 when no answer could be had (caller fails closed). */
+int kiln_ask_dir(const char *absdir, const char *const *names, size_t n,
+		 unsigned char *hidden);
+
+/* Events the server reports but does not decide. */
+enum kiln_event_kind {
+	KILN_E_SETUID_EXEC = 1, /* exec of a set-uid/set-gid program: preload lost */
+	KILN_E_STATIC_EXEC = 2, /* exec of a static binary: hooks bypassed */
+};
+void kiln_event(unsigned kind, const char *path);
+
+#endif
