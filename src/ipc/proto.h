@@ -1,0 +1,88 @@
+/* The trace protocol's wire format (docs/protocol.md is the prose).
+ *
+ * AF_UNIX SOCK_SEQPACKET: one message = one packet = a header and its payload.
+ * Both ends are on the same host, so integers are in host byte order. Used by
+ * the preload library (client) and the trace service (server); nothing here
+ * allocates.
+ */
+#ifndef KILN_IPC_PROTO_H
+#define KILN_IPC_PROTO_H
+
+#include <stdint.h>
+
+#define KILN_PROTO_MAGIC   0x4e4c494bu /* "KILN" */
+#define KILN_PROTO_VERSION 1u
+#define KILN_MSG_MAX       65536u      /* header + payload, either direction */
+#define KILN_PATH_MAX      4096u       /* longest path in a message, bytes */
+
+/* Environment of every traced process (set by `kiln trace`, restored by the
+ * preload library into every exec/spawn environment). */
+#define KILN_ENV_SOCKET  "KILN_SOCKET"  /* path of the server socket */
+#define KILN_ENV_PRELOAD "KILN_PRELOAD" /* absolute path of libkiln-trace.so */
+#define KILN_ENV_CACHE   "KILN_CACHE"   /* path of the shared verdict cache (later) */
+#define KILN_ENV_RUNDIR  "KILN_RUN_DIR" /* the private run directory */
+
+enum kiln_msg_type {
+	KILN_MSG_HELLO       = 1, /* c->s: struct kiln_hello */
+	KILN_MSG_HELLO_OK    = 2, /* s->c: struct kiln_hello_ok */
+	KILN_MSG_REFUSED     = 3, /* s->c: u32 reason + text; then the server closes */
+	KILN_MSG_QUERY       = 4, /* c->s: struct kiln_query + path bytes */
+	KILN_MSG_VERDICT     = 5, /* s->c: struct kiln_verdict_msg */
+	KILN_MSG_QUERY_DIR   = 6, /* c->s: struct kiln_query_dir + dir + entries */
+	KILN_MSG_VERDICT_DIR = 7, /* s->c: struct kiln_verdict_dir + u8 hidden[count] */
+	KILN_MSG_EVENT       = 8, /* c->s: struct kiln_event_msg + path; no reply */
+};
+
+struct kiln_msg_hdr {
+	uint16_t type;
+	uint16_t flags;   /* 0 */
+	uint32_t len;     /* payload bytes after this header */
+};
+
+struct kiln_hello {
+	uint32_t magic;   /* KILN_PROTO_MAGIC */
+	uint16_t version; /* KILN_PROTO_VERSION */
+	uint16_t role;    /* 1 = trace client */
+	uint32_t pid;     /* informational; the server trusts SO_PEERCRED */
+};
+
+struct kiln_hello_ok {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t reserved;
+};
+
+enum kiln_refuse_reason {
+	KILN_REFUSE_VERSION = 1,
+	KILN_REFUSE_PEER    = 2, /* different uid */
+	KILN_REFUSE_BUSY    = 3,
+};
+
+struct kiln_query {
+	uint32_t access;  /* enum kiln_access bits (src/trace/verdict.h) */
+	uint32_t qflags;  /* enum kiln_qflags bits */
+	uint32_t pathlen; /* path bytes follow, not NUL-terminated, <= KILN_PATH_MAX */
+};
+
+struct kiln_verdict_msg {
+	uint32_t verdict; /* enum kiln_verdict */
+};
+
+/* Followed by dirlen bytes of directory path, then `count` entries, each a
+ * uint16_t name length and the name bytes (no NUL). The whole message fits in
+ * KILN_MSG_MAX; a client splits longer listings into several queries. */
+struct kiln_query_dir {
+	uint32_t count;
+	uint32_t dirlen;
+};
+
+struct kiln_verdict_dir {
+	uint32_t count;   /* followed by count bytes: 1 = hide that entry */
+};
+
+struct kiln_event_msg {
+	uint32_t kind;    /* enum kiln_event_kind */
+	uint32_t pathlen; /* path bytes follow */
+};
+
+#endif
