@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -281,6 +282,45 @@ static void create_empty(void **state)
 	registry_close(reg);
 }
 
+struct worker {
+	struct kiln_registry *reg;
+	int errors;
+};
+
+static void *lookup_worker(void *arg)
+{
+	struct worker *w = arg;
+	for (int i = 0; i < 500; i++) {
+		int64_t ids[4];
+		char name[64];
+		int n = registry_owners(w->reg, i % 2 ? "/usr/bin/awk" : "/usr/lib/libc.so.6", ids, 4);
+		registry_package_name(w->reg, n == 1 ? ids[0] : 0, name, sizeof name);
+		if (n != 1 || strcmp(name, i % 2 ? "mawk" : "libc"))
+			w->errors++;
+		if (!registry_in_managed_tree(w->reg, "/usr/bin/x"))
+			w->errors++;
+	}
+	return NULL;
+}
+
+/* The trace service may share one handle between threads. */
+static void shared_handle_threads(void **state)
+{
+	(void)state;
+	struct kiln_registry *reg = open_db();
+	pthread_t t[4];
+	struct worker w[4];
+	for (int i = 0; i < 4; i++) {
+		w[i] = (struct worker){ reg, 0 };
+		assert_int_equal(pthread_create(&t[i], NULL, lookup_worker, &w[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(w[i].errors, 0);
+	}
+	registry_close(reg);
+}
+
 static void default_path(void **state)
 {
 	(void)state;
@@ -301,7 +341,7 @@ int main(void)
 		cmocka_unit_test(owners),       cmocka_unit_test(managed_tree),
 		cmocka_unit_test(closures),     cmocka_unit_test(pkgset),
 		cmocka_unit_test(bad_databases), cmocka_unit_test(create_empty),
-		cmocka_unit_test(default_path),
+		cmocka_unit_test(shared_handle_threads), cmocka_unit_test(default_path),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
