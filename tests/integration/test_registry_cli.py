@@ -233,6 +233,9 @@ def test_owner_of_unknown_path(kiln_bin, db):
     (["import", "manifest"], "name at least one FILE"),
     (["deps"], "name one PKG"),
     (["--db"], "--db needs an argument"),
+    (["owner", "--root", "/", "/x"], "--root does not apply to 'owner'"),
+    (["files", "--closure", "x"], "--closure does not apply to 'files'"),
+    (["deps", "--essential", "x"], "--essential does not apply to 'deps' without --closure"),
 ])
 def test_usage_errors(kiln_bin, args, msg):
     r = run([kiln_bin, "registry", *args])
