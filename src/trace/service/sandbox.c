@@ -142,26 +142,28 @@ static long append_lexical(char *cur, size_t clen, const char *rest)
 	return (long)clen;
 }
 
+/* Copies src (which may lie inside dst) into dst, truncated to cap - 1. */
+static void set_str(char *dst, size_t cap, const char *src)
+{
+	size_t n = strnlen(src, cap - 1);
+	memmove(dst, src, n);
+	dst[n] = '\0';
+}
+
 static void hide(struct sbx_decision *d, enum vis v, const char *node, const char *pkg)
 {
 	d->verdict = KILN_V_HIDE;
 	d->reason = v == VIS_HIDDEN_PKG ? SBX_HIDDEN_PKG
 		  : v == VIS_HIDDEN_RULE ? SBX_HIDDEN_RULE : SBX_HIDDEN_UNKNOWN;
-	if (node != d->node) {
-		size_t n = strnlen(node, sizeof d->node - 1);
-		memmove(d->node, node, n);
-		d->node[n] = '\0';
-	}
-	size_t pl = strnlen(pkg, sizeof d->pkg - 1);
-	memmove(d->pkg, pkg, pl);
-	d->pkg[pl] = '\0';
+	set_str(d->node, sizeof d->node, node);
+	set_str(d->pkg, sizeof d->pkg, pkg);
 }
 
 static void fail(struct sbx_decision *d, const char *path)
 {
 	d->verdict = KILN_V_DENY;
 	d->reason = SBX_FAILED;
-	snprintf(d->node, sizeof d->node, "%s", path);
+	set_str(d->node, sizeof d->node, path);
 }
 
 void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned access,
