@@ -4,14 +4,18 @@ the report."""
 import os
 import pathlib
 import subprocess
+import itertools
 import time
+
+_seq = itertools.count()
 
 
 class TracedWait:
     def __init__(self, kiln_bin, workdir, args=(), env=None):
         self.dir = pathlib.Path(workdir)
-        self.fifo = self.dir / "release.fifo"
-        self.sockfile = self.dir / "socket.txt"
+        n = next(_seq)
+        self.fifo = self.dir / f"release-{n}.fifo"
+        self.sockfile = self.dir / f"socket-{n}.txt"
         os.mkfifo(self.fifo)
         script = 'echo "$KILN_SOCKET" > "$1.tmp" && mv "$1.tmp" "$1"; read status < "$2"; exit "$status"'
         self.proc = subprocess.Popen(
