@@ -55,7 +55,7 @@ static int owner(void *ctx, const char *path, char *pkg, size_t pkglen)
 	if (n < 0)
 		return -1;
 	if (n == 0)
-		return SBX_OWNER_NONE;
+		return registry_in_managed_tree(ro->reg, path) ? SBX_OWNER_NONE : SBX_OWNER_UNMANAGED;
 	if (n > 32) {
 		v = malloc((size_t)n * sizeof *v);
 		if (!v)

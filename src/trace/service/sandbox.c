@@ -61,7 +61,7 @@ static enum vis visibility(struct sandbox *s, const char *path, size_t len, char
 	}
 	s->oracle_calls++;
 	int own = s->oracle.owner(s->oracle.ctx, path, pkg, SBX_PKG_MAX);
-	enum vis v = own == SBX_OWNER_DEP ? VIS_VISIBLE
+	enum vis v = own == SBX_OWNER_DEP || own == SBX_OWNER_UNMANAGED ? VIS_VISIBLE
 		   : own == SBX_OWNER_FOREIGN ? VIS_HIDDEN_PKG
 		   : own == SBX_OWNER_NONE ? VIS_UNKNOWN : VIS_FAILED;
 	if (v == VIS_FAILED)

@@ -18,9 +18,11 @@
 
 /* Who owns a canonical path, as the registry (or a test's fake) says. */
 enum sbx_owner {
-	SBX_OWNER_NONE = 0,    /* no package lists it */
+	SBX_OWNER_NONE = 0,    /* no package lists it, but an ancestor directory is listed */
 	SBX_OWNER_DEP = 1,     /* some owner is in the dependency closure */
 	SBX_OWNER_FOREIGN = 2, /* listed only by packages outside it (one named in pkg) */
+	SBX_OWNER_UNMANAGED = 3, /* not listed, and no ancestor directory is either: a
+				  * tree the registry knows nothing of (visible, not reported) */
 };
 
 struct sbx_oracle {
