@@ -116,6 +116,14 @@ static bool profile_group_holds(const char *s, size_t n, const char *profiles)
 	return true;
 }
 
+static void group_free(struct dep_group *g)
+{
+	for (size_t j = 0; j < g->n; j++)
+		free(g->alts[j]);
+	free(g->alts);
+	*g = (struct dep_group){ 0 };
+}
+
 static int push_alt(struct dep_group *g, const char *name, size_t n)
 {
 	char **a = realloc(g->alts, (g->n + 1) * sizeof *a);
@@ -193,8 +201,7 @@ int deps_parse_field(const char *value, const char *arch, const char *profiles,
 			for (size_t j = 0; j < k; j++)
 				blank &= isspace((unsigned char)s[i + j]) != 0;
 			if (!blank && parse_alt(s + i, k, arch, profiles, &g, err, errlen) < 0) {
-				struct dep_list tmp = { .groups = &g, .n = 1 };
-				dep_list_free(&tmp);
+				group_free(&g);
 				return -1;
 			}
 			i += k + 1;
@@ -202,8 +209,7 @@ int deps_parse_field(const char *value, const char *arch, const char *profiles,
 		if (g.n) {
 			struct dep_group *gs = realloc(out->groups, (out->n + 1) * sizeof *gs);
 			if (!gs) {
-				struct dep_list tmp = { .groups = &g, .n = 1 };
-				dep_list_free(&tmp);
+				group_free(&g);
 				snprintf(err, errlen, "out of memory");
 				return -1;
 			}
