@@ -372,6 +372,7 @@ static int run_trace(struct opts *op)
 		signal(SIGINT, SIG_IGN);
 		signal(SIGQUIT, SIG_IGN);
 		signal(SIGHUP, SIG_IGN);
+		signal(SIGPIPE, SIG_IGN); /* a closed stderr must not lose --json/--log */
 		close(ready[0]);
 		close(life[1]);
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
