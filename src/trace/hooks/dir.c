@@ -486,7 +486,13 @@ static FTSENT *fts_next(FTS *f, void *readp, void *setp)
 		if (err == ENOENT) {
 			if (e->fts_info == FTS_D)
 				set(f, e, FTS_SKIP);
-			continue;
+			if (e->fts_level != FTS_ROOTLEVEL || e->fts_info == FTS_DP)
+				continue;
+			/* A hidden root reads as a missing one does. */
+			e->fts_info = FTS_NS;
+			e->fts_errno = ENOENT;
+			kt_leave();
+			return e;
 		}
 		if (err) {
 			kt_leave();

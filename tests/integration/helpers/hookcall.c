@@ -325,6 +325,10 @@ static int one(char **a, int n)
 	if (!strcmp(c, "getdents64") || !strcmp(c, "sys_getdents64")) {
 		NEED(1);
 		int fd = open(a[1], O_RDONLY | O_DIRECTORY);
+		if (fd < 0) {
+			show_list(c, -1, 0);
+			return 2;
+		}
 		long r;
 		char dbuf[1024]; /* small: several buffers per directory */
 		errno = 0;
@@ -370,9 +374,15 @@ static int one(char **a, int n)
 		errno = 0;
 		FTS *f = fts_open(roots, FTS_PHYSICAL, NULL);
 		FTSENT *e;
-		while (f && (e = fts_read(f)))
-			if (e->fts_info != FTS_DP)
+		int ferr = 0;
+		while (f && (e = fts_read(f))) {
+			if (e->fts_info == FTS_NS || e->fts_info == FTS_ERR || e->fts_info == FTS_DNR)
+				ferr = e->fts_errno;
+			else if (e->fts_info != FTS_DP)
 				add_name(e->fts_path);
+		}
+		if (ferr)
+			errno = ferr;
 		int ok = f && errno == 0;
 		if (f)
 			fts_close(f);
