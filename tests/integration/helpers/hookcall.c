@@ -423,6 +423,12 @@ static int one(char **a, int n)
 	}
 	if (!strcmp(c, "sys_faccessat2")) { NEED(1); CALL("sys_faccessat2", syscall(SYS_faccessat2, AT_FDCWD, a[1], F_OK, 0)); return 2; }
 	if (!strcmp(c, "sys_renameat2")) { NEED(2); CALL("sys_renameat2", syscall(SYS_renameat2, AT_FDCWD, a[1], AT_FDCWD, a[2], 0)); return 3; }
+	if (!strcmp(c, "sys_chdir")) {
+		/* deliberately unhooked: the coverage check must catch it */
+		NEED(1);
+		CALL("sys_chdir", syscall(SYS_chdir, a[1]));
+		return 2;
+	}
 	if (!strcmp(c, "sys_openat")) { NEED(1); CALL("sys_openat", syscall(SYS_openat, AT_FDCWD, a[1], O_RDONLY, 0)); return 2; }
 	/* ---- fds ---- */
 	if (!strcmp(c, "close_range")) { CALL("close_range", close_range(3, ~0u, 0)); return 1; }
