@@ -1,0 +1,46 @@
+/* Internals shared by the registry's source files (not part of the API). */
+#ifndef KILN_REGISTRY_INTERNAL_H
+#define KILN_REGISTRY_INTERNAL_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <sqlite3.h>
+
+#include "registry/registry.h"
+
+#define REGISTRY_SCHEMA_VERSION 1
+#define REGISTRY_APPLICATION_ID 0x6b696c6e /* "kiln" */
+#define REGISTRY_DEFAULT_BUSY_MS 5000
+
+/* Tables without indexes (bulk import creates those last), then the indexes. */
+extern const char registry_schema_tables_sql[];
+extern const char registry_schema_indexes_sql[];
+
+enum registry_dep_type {
+	REGISTRY_DEP_DEPENDS = 0,
+	REGISTRY_DEP_PRE_DEPENDS = 1,
+};
+
+struct kiln_registry {
+	sqlite3 *db;
+	char path[PATH_MAX];
+	pthread_mutex_t lock; /* one handle may be shared by threads */
+	sqlite3_stmt *st_owners, *st_name, *st_dir, *st_resolve, *st_resolve_arch,
+		*st_deps_of, *st_essential;
+	char err[PATH_MAX + 256]; /* last error, for registry_errmsg() */
+};
+
+/* Formats a clear message for SQLite result code rc on database `path`. */
+void registry_sql_message(sqlite3 *db, int rc, const char *path, char *err, size_t errlen);
+
+/* Checks application_id and user_version; migrates an older schema when
+ * writable. Returns 0, or -1 with a message naming `path` in err. */
+int registry_check_schema(sqlite3 *db, const char *path, bool writable, char *err, size_t errlen);
+
+/* Busy timeout in ms: $KILN_REGISTRY_BUSY_MS, else the default. */
+int registry_busy_ms(void);
+
+/* Prepares (once) and resets a cached statement. NULL on error (message in reg->err). */
+sqlite3_stmt *registry_stmt(struct kiln_registry *reg, sqlite3_stmt **slot, const char *sql);
+
+#endif
