@@ -185,6 +185,14 @@ static void writes(void **state)
 	assert_int_equal(d->verdict, KILN_V_ALLOW);
 	d = decide(*state, "/README.md", KILN_A_DELETE, KILN_Q_NOFOLLOW); /* read-only area */
 	assert_int_equal(d->verdict, KILN_V_DENY);
+	/* mkdir of an existing directory: EEXIST from the kernel, not a refusal... */
+	d = decide(*state, "/src", KILN_A_CREATE, KILN_Q_NOFOLLOW);
+	assert_int_equal(d->verdict, KILN_V_ALLOW);
+	/* ...but an existing file may not be replaced or written. */
+	d = decide(*state, "/README.md", KILN_A_CREATE, KILN_Q_NOFOLLOW);
+	assert_int_equal(d->verdict, KILN_V_DENY);
+	d = decide(*state, "/src", KILN_A_DELETE, KILN_Q_NOFOLLOW);
+	assert_int_equal(d->verdict, KILN_V_DENY);
 }
 
 static void deny_rules_hide(void **state)
