@@ -354,15 +354,19 @@ static int print_dep(void *ctx, const struct registry_dep *d)
 		printf("%s%s%s", d->name, *d->archq ? ":" : "", d->archq);
 		if (*d->version)
 			printf(" (%s)", d->version);
+		/* Name what satisfies the atom unless it is the package of that name. */
+		char first[256];
 		if (n == 0)
 			printf(" [not installed]");
-		else if (n > 1 || strcmp(d->name, registry_package_name(c->reg, ids[0], (char[256]){ 0 }, 256)))
+		else if (n > 1 || strcmp(d->name, registry_package_name(c->reg, ids[0], first,
+									sizeof first))) {
 			for (int i = 0; i < n; i++) {
 				char name[256];
-				printf("%s%s", i ? ", " : " [", registry_package_name(c->reg, ids[i], name, sizeof name));
-				if (i == n - 1)
-					printf("]");
+				printf("%s%s", i ? ", " : " [",
+				       registry_package_name(c->reg, ids[i], name, sizeof name));
 			}
+			printf("]");
+		}
 	}
 	c->type = d->type;
 	c->clause = d->clause;
@@ -569,6 +573,21 @@ int cmd_registry(int argc, char **argv)
 	if (!o.db)
 		o.db = registry_default_path(o.dbbuf, sizeof o.dbbuf);
 	const char *cmd = pos[0];
+	/* Options are accepted anywhere on the line; refuse the ones that do
+	 * not belong to this command rather than ignore them. */
+	const char *misplaced = NULL;
+	if (o.root && strcmp(cmd, "import"))
+		misplaced = "--root";
+	else if (o.closure && strcmp(cmd, "deps"))
+		misplaced = "--closure";
+	else if (o.essential && (strcmp(cmd, "deps") || !o.closure))
+		misplaced = "--essential";
+	if (misplaced) {
+		fprintf(stderr, "kiln registry: %s does not apply to '%s'%s\n", misplaced, cmd,
+			!strcmp(cmd, "deps") ? " without --closure" : "");
+		free(pos);
+		return 2;
+	}
 	o.args = pos + 1;
 	o.nargs = npos - 1;
 	static const struct {

@@ -54,7 +54,7 @@ void registry_sql_message(sqlite3 *db, int rc, const char *path, char *err, size
 		break;
 	case SQLITE_CORRUPT:
 		snprintf(err, errlen,
-			 "%s: database is corrupt (%s); re-create it with 'kiln registry import'", path,
+			 "%s: database is corrupt (%s); remove it and run 'kiln registry import' again", path,
 			 msg);
 		break;
 	case SQLITE_CANTOPEN:

@@ -358,8 +358,9 @@ static int each_row(struct kiln_registry *reg, const char *sql, int64_t id,
 	LOCK(reg);
 	int rc = sqlite3_prepare_v2(reg->db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK) {
+		step_error(reg, rc);
 		UNLOCK(reg);
-		return step_error(reg, rc);
+		return -1;
 	}
 	sqlite3_bind_int64(st, 1, id);
 	int ret = 0;

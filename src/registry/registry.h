@@ -14,6 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A handle may be shared by threads (calls are serialised inside it). Package
+ * ids are stable for the life of a handle; a re-import builds a new file with
+ * new ids, which handles opened before it do not see. Failures of these calls
+ * are described by registry_errmsg() (registry/query.h). */
 struct kiln_registry;
 
 enum registry_open_flags {
@@ -47,7 +51,9 @@ const char *registry_package_name(struct kiln_registry *reg, int64_t id, char *b
 
 /* True if `path` (canonical) lies inside a tree the registry manages, i.e. some
  * ancestor directory of it is listed by a package. Used to report unknown
- * files in managed trees. */
+ * files in managed trees. "/" itself does not count (base-files lists it, so
+ * every path would be managed); /tmp, /home, /var/tmp do (base-files lists
+ * them too), so callers should exclude their writable areas first. */
 bool registry_in_managed_tree(struct kiln_registry *reg, const char *path);
 
 /* A set of package ids, sorted, for fast membership tests. */

@@ -61,7 +61,6 @@ static const char *errno_name(int e)
 	case ENAMETOOLONG: return "socket path too long";
 	case EMFILE: return "too many open files";
 	case ENOTCONN: return "server closed the connection";
-	case EINVAL: return "KILN_SOCKET is not set";
 	default: return "I/O error";
 	}
 }
@@ -75,11 +74,17 @@ static void report_failure(int err)
 	char msg[512];
 	size_t n = 0;
 	const char *sock = kt_env(KILN_ENV_SOCKET);
-	n = put(msg, n, sizeof msg, "kiln: trace server ");
-	n = put(msg, n, sizeof msg, sock ? sock : "(KILN_SOCKET unset)");
-	n = put(msg, n, sizeof msg, " unreachable (");
-	n = put(msg, n, sizeof msg, errno_name(err));
-	n = put(msg, n, sizeof msg, "); file accesses of this process now fail with EIO\n");
+	if (!sock || !*sock) {
+		n = put(msg, n, sizeof msg, "kiln: " KILN_ENV_SOCKET " is not set (libkiln-trace.so "
+				"preloaded outside kiln trace?)");
+	} else {
+		n = put(msg, n, sizeof msg, "kiln: trace server ");
+		n = put(msg, n, sizeof msg, sock);
+		n = put(msg, n, sizeof msg, " unreachable (");
+		n = put(msg, n, sizeof msg, errno_name(err));
+		n = put(msg, n, sizeof msg, ")");
+	}
+	n = put(msg, n, sizeof msg, "; file accesses of this process now fail with EIO\n");
 	kt_write(2, msg, n);
 }
 

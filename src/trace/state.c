@@ -54,8 +54,6 @@ static void capture(void)
 	for (size_t k = 0; k < NKEPT; k++)
 		if (env_ptr[k])
 			env_list[env_count++] = env_ptr[k];
-	const char *m = kt_env("KILN_TRACE_MARKS");
-	kt_marks = m && m[0] == '1';
 }
 
 void kt_init(void)
@@ -67,6 +65,8 @@ void kt_init(void)
 		return; /* done, or being done by another thread right now */
 	capture();
 	atomic_store_explicit(&init_state, 2, memory_order_release);
+	const char *m = kt_env("KILN_TRACE_MARKS");
+	kt_marks = m && m[0] == '1';
 }
 
 const char *kt_env(const char *name)

@@ -28,7 +28,7 @@
 #define REAL(name, type) ((type)kt_real(&real_##name, #name))
 static void *_Atomic real_readdir64, *_Atomic real_closedir, *_Atomic real_rewinddir,
 	*_Atomic real_seekdir, *_Atomic real_telldir, *_Atomic real_getdents64,
-	*_Atomic real_scandirat, *_Atomic real_nftw, *_Atomic real_fts_read,
+	*_Atomic real_scandirat, *_Atomic real_nftw, *_Atomic real_fts_read, *_Atomic real_fts_open, *_Atomic real_fts64_open,
 	*_Atomic real_fts_set, *_Atomic real_fts64_read, *_Atomic real_fts64_set,
 	*_Atomic real_glob, *_Atomic real_glob64;
 
@@ -486,7 +486,13 @@ static FTSENT *fts_next(FTS *f, void *readp, void *setp)
 		if (err == ENOENT) {
 			if (e->fts_info == FTS_D)
 				set(f, e, FTS_SKIP);
-			continue;
+			if (e->fts_level != FTS_ROOTLEVEL || e->fts_info == FTS_DP)
+				continue;
+			/* A hidden root reads as a missing one does. */
+			e->fts_info = FTS_NS;
+			e->fts_errno = ENOENT;
+			kt_leave();
+			return e;
 		}
 		if (err) {
 			kt_leave();
@@ -498,6 +504,40 @@ static FTSENT *fts_next(FTS *f, void *readp, void *setp)
 	}
 	kt_leave();
 	return NULL;
+}
+
+/* fts_open stats its roots and opens "." itself; a hidden root is then
+ * reported by fts_read as a missing one. */
+static FTS *fts_start(char *const *roots, void *openp, int opts,
+		      int (*cmp)(const FTSENT **, const FTSENT **))
+{
+	FTS *(*op)(char *const *, int, int (*)(const FTSENT **, const FTSENT **)) =
+		(FTS * (*)(char *const *, int, int (*)(const FTSENT **, const FTSENT **))) openp;
+	kt_enter();
+	for (char *const *r = roots; r && *r; r++) {
+		int e = kt_check(AT_FDCWD, *r, KILN_A_STAT, KILN_Q_NOFOLLOW, 0);
+		if (e && e != ENOENT) {
+			kt_leave();
+			errno = e;
+			return NULL;
+		}
+	}
+	FTS *f = op(roots, opts, cmp);
+	kt_leave();
+	return f;
+}
+
+KT_EXPORT FTS *fts_open(char *const *roots, int opts,
+			int (*cmp)(const FTSENT **, const FTSENT **))
+{
+	return fts_start(roots, kt_real(&real_fts_open, "fts_open"), opts, cmp);
+}
+
+KT_EXPORT FTS64 *fts64_open(char *const *roots, int opts,
+			    int (*cmp)(const FTSENT64 **, const FTSENT64 **))
+{
+	return (FTS64 *)fts_start(roots, kt_real(&real_fts64_open, "fts64_open"), opts,
+				  (int (*)(const FTSENT **, const FTSENT **))cmp);
 }
 
 KT_EXPORT FTSENT *fts_read(FTS *f)

@@ -123,7 +123,7 @@ struct env {
 
 #define ENV_STACK 512
 
-static int is_kept(const char *entry)
+static int is_kept(const char *entry, int replacing_preload)
 {
 	size_t n;
 	const char *const *kept = kt_env_all(&n);
@@ -132,7 +132,7 @@ static int is_kept(const char *entry)
 	for (size_t i = 0; i < n; i++)
 		if (strncmp(kept[i], entry, nl) == 0 && kept[i][nl] == '=')
 			return 1;
-	return !strncmp(entry, "LD_PRELOAD=", 11); /* replaced below */
+	return replacing_preload && !strncmp(entry, "LD_PRELOAD=", 11);
 }
 
 /* LD_PRELOAD for the new program: kiln's library first, then whatever the
@@ -188,14 +188,14 @@ static void env_build(char *const envp[], struct env *e, char **stack)
 			e->mapped = bytes;
 		}
 	}
+	const char *pl = preload_entry(envp, e);
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
-		if (!is_kept(envp[i]))
+		if (!is_kept(envp[i], pl != NULL))
 			e->vec[k++] = envp[i];
 	for (size_t i = 0; i < nk; i++)
 		if (strncmp(kept[i], "LD_PRELOAD=", 11))
 			e->vec[k++] = (char *)kept[i];
-	const char *pl = preload_entry(envp, e);
 	if (pl)
 		e->vec[k++] = (char *)pl;
 	e->vec[k] = NULL;

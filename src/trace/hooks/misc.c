@@ -45,10 +45,9 @@ KT_EXPORT void *dlopen(const char *file, int flags)
 	kt_enter();
 	if (strchr(file, '/')) {
 		int e = kt_check(AT_FDCWD, file, KILN_A_READ, 0, 0);
+		void *h = e ? dl_refuse(file, e) : real(file, flags);
 		kt_leave();
-		if (e)
-			return dl_refuse(file, e);
-		return real(file, flags);
+		return h;
 	}
 	/* A bare name is searched by the loader (LD_LIBRARY_PATH, ld.so.cache,
 	 * default directories): check the file it found. Its constructors have
