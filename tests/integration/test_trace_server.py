@@ -387,6 +387,22 @@ def test_server_death_ends_the_build(world, traced):
     assert t.proc.returncode == 125
     assert "the trace server" in err and "died during the build" in err
     assert c.closed()
+    assert not os.path.exists(os.path.dirname(t.socket))
+
+
+def test_termination_signal_is_forwarded_to_the_build(world, traced):
+    t = traced()
+    connect(t).ask(f"{world.inc}/foo.h", tp.READ)
+    t.proc.send_signal(signal.SIGTERM)
+    _, err = t.proc.communicate(timeout=30)
+    assert t.proc.returncode == 128 + signal.SIGTERM   # the build died of it...
+    assert "libfoo-dev (1)" in err                     # ...and the report still came
+
+
+def test_command_not_found(world, kiln_bin):
+    r = run([kiln_bin, "trace", *world.args, "--", "no-such-command-kiln"], cwd=world.build)
+    assert r.returncode == 127
+    assert "cannot run no-such-command-kiln" in r.stderr
 
 
 def test_exit_status_is_the_commands(world, traced):
