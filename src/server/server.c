@@ -218,6 +218,7 @@ static void serve_one(struct loop *l, int fd)
 		c->greeted = true;
 		return;
 	}
+	errno = EPROTO; /* what a validation failure (no syscall) leaves */
 	if (l->svc->message(l->svc->ctx, c->client, fd, &h, payload, (size_t)n) < 0) {
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
 			malformed(l, fd, "client does not read its answers");
