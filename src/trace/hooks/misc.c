@@ -18,20 +18,21 @@ static void *_Atomic real_dlopen, *_Atomic real_dlerror, *_Atomic real_syscall;
 
 /* ---- dlopen --------------------------------------------------------------- */
 
-/* dlerror() text for a library kiln refused, per thread. */
-static KT_TLS char dl_msg[KT_PATH_BUF + 64];
+/* dlerror() text for a library kiln refused, per thread (kept small: static
+ * TLS is paid for by every thread of every traced process). */
+static KT_TLS char dl_msg[512];
 static KT_TLS int dl_msg_set;
 
 static void *dl_refuse(const char *file, int err)
 {
-	size_t fl = strlen(file);
-	if (fl > KT_PATH_BUF - 1)
-		fl = KT_PATH_BUF - 1;
 	const char *why = err == ENOENT ? ": cannot open shared object file: No such file or directory"
 		: err == EACCES         ? ": cannot open shared object file: Permission denied"
 					: ": cannot open shared object file: Input/output error";
+	size_t wl = strlen(why), fl = strlen(file);
+	if (fl > sizeof dl_msg - wl - 1)
+		file += fl - (sizeof dl_msg - wl - 1), fl = sizeof dl_msg - wl - 1;
 	memcpy(dl_msg, file, fl);
-	strcpy(dl_msg + fl, why);
+	memcpy(dl_msg + fl, why, wl + 1);
 	dl_msg_set = 1;
 	return NULL;
 }
