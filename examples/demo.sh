@@ -23,6 +23,12 @@ say() { printf '\n== %s\n' "$*" >&2; }
 die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
 
 [ -x "$KILN" ] || die "$KILN is not built (run make)"
+
+# The shared-memory map's own demo, when that component is there.
+if [ -f "$here/shm-demo.sh" ]; then
+  say "the shared-memory map (examples/shm-demo.sh)"
+  bash "$here/shm-demo.sh"
+fi
 mkdir -p "$CACHE/apt/lists/partial" "$CACHE/apt/cache/archives/partial" "$CACHE/apt/sources" "$CACHE/src"
 
 # ---- 1. a private apt configuration with deb-src ------------------------------

@@ -81,8 +81,17 @@ struct opts {
 	enum policy_unknown unknown;
 	bool report_only, strict;
 	const char *json, *log;
+	char *json_abs, *log_abs; /* owned copies made absolute */
 	char **command;
 };
+
+static void opts_free(struct opts *o)
+{
+	free(o->deps);
+	free(o->rules);
+	free(o->json_abs);
+	free(o->log_abs);
+}
 
 static volatile sig_atomic_t build_pgid;
 
@@ -108,6 +117,7 @@ static int add_deps(struct opts *o, char *list)
 	return 0;
 }
 
+/* Returns 0 to run, 1 when --help was answered, -1 on a usage error. */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	int i = 1;
@@ -121,7 +131,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			break;
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
-			exit(0);
+			return 1;
 		}
 		if (!strcmp(a, "--report-only")) {
 			o->report_only = true;
@@ -199,15 +209,17 @@ unknown:
 }
 
 /* Makes a path absolute against the current directory (output files are
- * written by the server after the build, whatever its cwd is). */
-static const char *absolute(const char *p, const char *cwd)
+ * written by the server after the build, whatever its cwd is); *owned gets
+ * the copy to free. */
+static const char *absolute(const char *p, const char *cwd, char **owned)
 {
 	if (!p || p[0] == '/')
 		return p;
-	char *a;
-	if (asprintf(&a, "%s/%s", cwd, p) < 0)
+	if (asprintf(owned, "%s/%s", cwd, p) < 0) {
+		*owned = NULL;
 		return NULL;
-	return a;
+	}
+	return *owned;
 }
 
 /* libkiln-trace.so next to the kiln executable, else ../lib/kiln/ as
@@ -301,22 +313,31 @@ static void exec_command(const struct opts *o, const char *preload, const char *
 	_exit(e == ENOENT ? 127 : 126);
 }
 
+static int run_trace(struct opts *op);
+
 int cmd_trace(int argc, char **argv)
 {
 	struct opts o = { 0 };
+	int p = parse_args(argc, argv, &o);
+	int rc = p < 0 ? 2 : p > 0 ? 0 : run_trace(&o);
+	opts_free(&o);
+	return rc;
+}
+
+static int run_trace(struct opts *op)
+{
+	struct opts o = *op;
 	char dbbuf[PATH_MAX], cwd[PATH_MAX], preload[PATH_MAX], rundir[PATH_MAX], sock[PATH_MAX];
 	struct policy policy;
 
-	if (parse_args(argc, argv, &o) < 0)
-		return 2;
 	if (!getcwd(cwd, sizeof cwd)) {
 		fprintf(stderr, "kiln trace: cannot get the current directory: %s\n", strerror(errno));
 		return EXIT_KILN;
 	}
 	if (!o.db)
 		o.db = registry_default_path(dbbuf, sizeof dbbuf);
-	o.json = absolute(o.json, cwd);
-	o.log = absolute(o.log, cwd);
+	o.json = absolute(o.json, cwd, &op->json_abs);
+	o.log = absolute(o.log, cwd, &op->log_abs);
 	if (find_preload(preload, sizeof preload) < 0 || build_policy(&o, cwd, &policy) < 0)
 		return EXIT_KILN;
 
@@ -324,26 +345,26 @@ int cmd_trace(int argc, char **argv)
 	snprintf(rundir, sizeof rundir, "%s/kiln-trace.XXXXXX", tmp && tmp[0] == '/' ? tmp : "/tmp");
 	if (!mkdtemp(rundir)) {
 		fprintf(stderr, "kiln trace: cannot create a run directory %s: %s\n", rundir, strerror(errno));
-		return EXIT_KILN;
+		goto fail;
 	}
 	if (snprintf(sock, sizeof sock, "%s/socket", rundir) >= (int)sizeof sock) {
 		fprintf(stderr, "kiln trace: run directory path %s is too long\n", rundir);
 		remove_run_dir(rundir);
-		return EXIT_KILN;
+		goto fail;
 	}
 
 	int ready[2], life[2];
 	if (pipe2(ready, O_CLOEXEC) < 0 || pipe2(life, O_CLOEXEC) < 0) {
 		fprintf(stderr, "kiln trace: pipe: %s\n", strerror(errno));
 		remove_run_dir(rundir);
-		return EXIT_KILN;
+		goto fail;
 	}
 	fflush(NULL);
 	pid_t server = fork();
 	if (server < 0) {
 		fprintf(stderr, "kiln trace: cannot start the server: %s\n", strerror(errno));
 		remove_run_dir(rundir);
-		return EXIT_KILN;
+		goto fail;
 	}
 	if (server == 0) {
 		/* The server ignores the terminal's signals: kiln forwards them to
@@ -351,6 +372,7 @@ int cmd_trace(int argc, char **argv)
 		signal(SIGINT, SIG_IGN);
 		signal(SIGQUIT, SIG_IGN);
 		signal(SIGHUP, SIG_IGN);
+		signal(SIGPIPE, SIG_IGN); /* a closed stderr must not lose --json/--log */
 		close(ready[0]);
 		close(life[1]);
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -395,7 +417,7 @@ int cmd_trace(int argc, char **argv)
 			fprintf(stderr, "kiln trace: the trace server failed to start (%s)\n", why);
 		}
 		remove_run_dir(rundir);
-		return EXIT_KILN;
+		goto fail;
 	}
 
 	/* The build runs in its own process group, in the terminal's
@@ -414,7 +436,7 @@ int cmd_trace(int argc, char **argv)
 		close(life[1]);
 		waitpid(server, NULL, 0);
 		remove_run_dir(rundir);
-		return EXIT_KILN;
+		goto fail;
 	}
 	if (cmd == 0)
 		exec_command(&o, preload, sock, rundir);
@@ -482,4 +504,7 @@ int cmd_trace(int argc, char **argv)
 		return 1;
 	}
 	return status;
+fail:
+	policy_free(&policy);
+	return EXIT_KILN;
 }
