@@ -286,6 +286,7 @@ static int one(char **a, int n)
 	if (!strcmp(c, "utimensat")) { NEED(1); CALL("utimensat", utimensat(AT_FDCWD, a[1], NULL, 0)); return 2; }
 	if (!strcmp(c, "mkstemp")) { NEED(1); snprintf(buf, sizeof buf, "%s", a[1]); CALL("mkstemp", mkstemp(buf)); return 2; }
 	if (!strcmp(c, "mkdtemp")) { NEED(1); snprintf(buf, sizeof buf, "%s", a[1]); CALLP("mkdtemp", mkdtemp(buf)); return 2; }
+	if (!strcmp(c, "tmpfile")) { CALLP("tmpfile", tmpfile()); return 1; }
 	if (!strcmp(c, "dlopen")) {
 		NEED(1);
 		errno = 0;
