@@ -368,7 +368,7 @@ int kiln_ask_dir(const char *absdir, const char *const *names, size_t n,
 	size_t dlen = strlen(absdir);
 	if (dlen > KILN_PATH_MAX)
 		return -1;
-	char req[KILN_MSG_MAX];
+	char req[16384]; /* on the caller's stack: long listings take several */
 	size_t done = 0;
 	while (done < n) {
 		struct kiln_query_dir qd = { 0, (uint32_t)dlen };
