@@ -97,6 +97,17 @@ def test_listing_is_one_question_per_buffer(tree):
     assert not [q for q in srv.queries() if q[1] == "query" and q[2].startswith(str(big) + "/")]
 
 
+def test_more_open_streams_than_buffers(tree):
+    """100 DIR streams open at once (kiln batches 64): the others fall back to
+    one question per entry and hide the same entries."""
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, "manydirs", 100, f"{root}/vis")
+    words = lines[0].split()
+    assert words[:2] == ["manydirs", "agree=100"]
+    names = words[4:]
+    assert "a" in names and "c" not in names and "lnk_hid" in names
+
+
 @pytest.mark.parametrize("walker", ["nftw", "ftw", "fts"])
 def test_tree_walks_skip_hidden(tree, walker):
     root, srv, _ = tree
