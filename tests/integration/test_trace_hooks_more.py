@@ -254,7 +254,8 @@ def test_program_preload_kept_after_kiln(tree):
 
 # ---- kiln's fds survive the program ------------------------------------------
 
-@pytest.mark.parametrize("closer", ["close_range", "closefrom", "closeall", "dup2all", "dup3all"])
+@pytest.mark.parametrize("closer", ["close_range", "closefrom", "closeall", "dup2all", "dup3all",
+                                    "sys_close_range", "sys_closeall"])
 def test_fd_closers_do_not_break_tracing(tree, closer):
     root, srv, _ = tree
     lines, err = hookcall(srv.path, "stat", f"{root}/hid/b", closer, "stat", f"{root}/hid/b",

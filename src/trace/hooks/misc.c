@@ -133,6 +133,28 @@ KT_EXPORT long syscall(long nr, ...)
 		break;
 	case SYS_getdents64:
 		return getdents64((int)a, (void *)b, (size_t)c);
+	/* kiln's own fds, as in hooks/fd.c */
+	case SYS_close:
+		if (kt_is_kiln_fd((int)a)) {
+			errno = EBADF;
+			return -1;
+		}
+		return sys_result(kt_sys1(SYS_close, a));
+	case SYS_close_range:
+		if ((unsigned)a > (unsigned)b) {
+			errno = EINVAL;
+			return -1;
+		}
+		return kt_close_range_around((unsigned)a, (unsigned)b, (int)c);
+	case SYS_dup2:
+	case SYS_dup3: {
+		int de = kt_dup_target_ok((int)a, (int)b);
+		if (de) {
+			errno = de;
+			return -1;
+		}
+		return sys_result(kt_sys6(nr, a, b, c, d, e, f));
+	}
 	default:
 		return REAL(syscall, long (*)(long, ...))(nr, a, b, c, d, e, f);
 	}

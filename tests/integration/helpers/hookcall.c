@@ -469,6 +469,13 @@ static int one(char **a, int n)
 	if (!strcmp(c, "sys_openat")) { NEED(1); CALL("sys_openat", syscall(SYS_openat, AT_FDCWD, a[1], O_RDONLY, 0)); return 2; }
 	/* ---- fds ---- */
 	if (!strcmp(c, "close_range")) { CALL("close_range", close_range(3, ~0u, 0)); return 1; }
+	if (!strcmp(c, "sys_close_range")) { CALL("sys_close_range", syscall(SYS_close_range, 3, ~0u, 0)); return 1; }
+	if (!strcmp(c, "sys_closeall")) {
+		for (int fd = 3; fd < 1024; fd++)
+			syscall(SYS_close, fd);
+		printf("sys_closeall 0 OK\n");
+		return 1;
+	}
 	if (!strcmp(c, "closefrom")) { closefrom(3); printf("closefrom 0 OK\n"); return 1; }
 	if (!strcmp(c, "closeall")) {
 		for (int fd = 3; fd < 1024; fd++)
