@@ -177,3 +177,11 @@ def test_tmpfile_refused():
     with FakeServer([("deny", "/tmp", WRITE | CREATE)]) as srv:
         lines, _ = hookcall(srv.path, "tmpfile")
     assert lines == ["tmpfile -1 EACCES"]
+
+
+def test_refused_handshake_fails_closed(tmp_path):
+    (tmp_path / "f").write_text("x")
+    with FakeServer(refuse=True) as srv:
+        lines, err = hookcall(srv.path, "stat", tmp_path / "f", "stat", tmp_path / "f")
+    assert [result(l) for l in lines] == [("stat", -1, "EIO")] * 2
+    assert err.count("kiln:") == 1 and "refused" in err
