@@ -262,3 +262,38 @@ def test_fd_closers_do_not_break_tracing(tree, closer):
                           "stat", f"{root}/vis/a")
     assert statuses(lines) == ["ENOENT", "OK", "ENOENT", "OK"]
     assert "kiln:" not in err
+
+
+def test_hook_before_kilns_constructor(tree, tmp_path):
+    """Another preloaded library's constructor runs before kiln's and calls
+    stat(): kiln initialises on that first call and answers correctly."""
+    import subprocess
+    root, srv, _ = tree
+    src = tmp_path / "early.c"
+    src.write_text(
+        '#include <stdio.h>\n#include <sys/stat.h>\n#include <errno.h>\n#include <string.h>\n'
+        '#include <stdlib.h>\n'
+        '__attribute__((constructor)) static void early(void) {\n'
+        '  struct stat st; int r = stat(getenv("EARLY_PATH"), &st);\n'
+        '  printf("early %d %s\\n", r, r ? strerrorname_np(errno) : "OK"); fflush(stdout); }\n')
+    lib = tmp_path / "early.so"
+    subprocess.run(["cc", "-D_GNU_SOURCE", "-shared", "-fPIC", "-o", lib, src], check=True)
+    env = env_for(srv.path, {"EARLY_PATH": f"{root}/hid/b"})
+    env["LD_PRELOAD"] = f"{PRELOAD}:{lib}"
+    lines, _ = hookcall(srv.path, "stat", f"{root}/vis/c", env=env)
+    assert lines == ["early -1 ENOENT", "stat -1 ENOENT"]
+
+
+@pytest.mark.parametrize("how", ["spawnp", "execvp"])
+def test_path_search_skips_hidden_candidates(tree, how):
+    """A program found first in a hidden directory of PATH is skipped: the
+    search goes on to the next candidate, as if the first did not exist."""
+    root, srv, _ = tree
+    for d, word in (("hid", "hidden"), ("vis", "visible")):
+        tool = root / d / "tool"
+        tool.write_text(f"#!/bin/sh\necho {word}\n")
+        tool.chmod(0o755)
+    env = env_for(srv.path)
+    env["PATH"] = f"{root}/hid:{root}/vis:/usr/bin:/bin"
+    lines, _ = hookcall(srv.path, how, "keep", "tool", ";", env=env)
+    assert lines == ["visible", f"{how} 0 OK"]
