@@ -61,6 +61,7 @@ static const char *errno_name(int e)
 	case ENAMETOOLONG: return "socket path too long";
 	case EMFILE: return "too many open files";
 	case ENOTCONN: return "server closed the connection";
+	case EPERM: return "the server refused this process";
 	default: return "I/O error";
 	}
 }
@@ -149,9 +150,12 @@ static int connect_server(int *err)
 		fd = hi;
 	}
 	long r;
-	do
+	r = kt_sys3(SYS_connect, fd, &sa, sizeof sa);
+	/* Interrupted by a signal: the connection may be made already. */
+	while (r == -EINTR || r == -EALREADY)
 		r = kt_sys3(SYS_connect, fd, &sa, sizeof sa);
-	while (r == -EINTR);
+	if (r == -EISCONN)
+		r = 0;
 	if (r < 0)
 		goto fail;
 
@@ -172,7 +176,10 @@ static int connect_server(int *err)
 			struct kiln_hello_ok b;
 		} ok;
 	} in;
+	in.ok.h.type = 0;
 	r = recv_msg((int)fd, &in, sizeof in, KILN_MSG_HELLO_OK);
+	if (r == -EPROTO && in.ok.h.type == KILN_MSG_REFUSED)
+		r = -EPERM;
 	if (r < 0)
 		goto fail;
 	if (r != sizeof(struct kiln_hello_ok) || in.ok.b.magic != KILN_PROTO_MAGIC ||
@@ -314,7 +321,10 @@ static long exchange(const void *req, size_t reqlen, void *resp, size_t cap,
 		if (r >= 0)
 			break;
 		atomic_store(&pool[slot].fd, -1);
-		kt_close(fd);
+		/* EBADF/ENOTSOCK: the program closed kiln's fd behind its back
+		 * (raw syscall) and the number may be its own file now. */
+		if (r != -EBADF && r != -ENOTSOCK)
+			kt_close(fd);
 		if (fresh || r == -EPROTO)
 			break;
 	}
@@ -368,7 +378,7 @@ int kiln_ask_dir(const char *absdir, const char *const *names, size_t n,
 	size_t dlen = strlen(absdir);
 	if (dlen > KILN_PATH_MAX)
 		return -1;
-	char req[KILN_MSG_MAX];
+	char req[16384]; /* on the caller's stack: long listings take several */
 	size_t done = 0;
 	while (done < n) {
 		struct kiln_query_dir qd = { 0, (uint32_t)dlen };

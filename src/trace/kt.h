@@ -101,6 +101,11 @@ int kt_kiln_fds(int *out);
  * Returns 0, or EBUSY when that connection is in use right now. */
 int kt_release_fd_number(int fd);
 
+/* hooks/fd.c: close_range sparing kiln's fds (0 or -1 with errno), and
+ * whether dup2/dup3(oldfd, newfd) may go ahead (0 or an errno). */
+int kt_close_range_around(unsigned first, unsigned last, int flags);
+int kt_dup_target_ok(int oldfd, int newfd);
+
 /* In the child of a fork: forget the parent's connections. */
 void kt_client_after_fork(void);
 

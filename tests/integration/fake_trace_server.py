@@ -25,8 +25,9 @@ def under(path, prefix):
 
 
 class FakeServer:
-    def __init__(self, rules=()):
+    def __init__(self, rules=(), refuse=False):
         self.rules = list(rules)
+        self.refuse = refuse
         self.dir = tempfile.mkdtemp(prefix="kiln-fake-")
         self.path = os.path.join(self.dir, "sock")
         self.log = []          # (pid, kind, path, access, qflags, verdict)
@@ -100,6 +101,10 @@ class FakeServer:
                 return
             with self.lock:
                 self.hellos.append(pid)
+            if self.refuse:
+                text = b"server shutting down"
+                c.send(HDR.pack(REFUSED, 0, 4 + len(text)) + struct.pack("=I", 3) + text)
+                return
             c.send(HDR.pack(HELLO_OK, 0, 8) + struct.pack("=IHH", MAGIC, VERSION, 0))
             while True:
                 msg = c.recv(65536)

@@ -94,6 +94,7 @@ CASES = {
     "mkstemp": [(["mkstemp", "{r}/vis/tXXXXXX"], "OK"), (["mkstemp", "{r}/ro/tXXXXXX"], "EACCES"),
                 (["mkstemp", "{r}/hid/tXXXXXX"], "EACCES")],
     "mkdtemp": [(["mkdtemp", "{r}/vis/dXXXXXX"], "OK"), (["mkdtemp", "{r}/ro/dXXXXXX"], "EACCES")],
+    "tmpfile": [(["tmpfile"], "OK")],
     "sys_openat2": [(["sys_openat2", "{r}/vis/a"], "OK"), (["sys_openat2", "{r}/hid/b"], "ENOENT")],
     "sys_openat": [(["sys_openat", "{r}/vis/a"], "OK"), (["sys_openat", "{r}/vis/lnk_hid"], "ENOENT")],
     "sys_statx": [(["sys_statx", "{r}/vis/a"], "OK"), (["sys_statx", "{r}/hid/b"], "ENOENT")],
@@ -169,3 +170,18 @@ def test_relative_paths_and_cwd(tree):
     # every path the server saw is absolute and clean
     for q in srv.queries():
         assert q[2].startswith("/") and "//" not in q[2] and "/./" not in q[2]
+
+
+def test_tmpfile_refused():
+    from fake_trace_server import CREATE, WRITE
+    with FakeServer([("deny", "/tmp", WRITE | CREATE)]) as srv:
+        lines, _ = hookcall(srv.path, "tmpfile")
+    assert lines == ["tmpfile -1 EACCES"]
+
+
+def test_refused_handshake_fails_closed(tmp_path):
+    (tmp_path / "f").write_text("x")
+    with FakeServer(refuse=True) as srv:
+        lines, err = hookcall(srv.path, "stat", tmp_path / "f", "stat", tmp_path / "f")
+    assert [result(l) for l in lines] == [("stat", -1, "EIO")] * 2
+    assert err.count("kiln:") == 1 and "refused" in err

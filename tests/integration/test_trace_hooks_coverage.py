@@ -110,12 +110,15 @@ def test_every_hooked_function_is_covered(tmp_path, tree):
              "spawnp", "keep", "true", ";",
              "exec-env", "clear", HOOKCALL, "stat", f"{root}/vis/a", ";",
              "execvp", "keep", "hookcall", "stat", f"{root}/vis/a", ";",
+             "execl", "keep", HOOKCALL, "stat", f"{root}/vis/a", ";",
+             "fexecve", "unset", HOOKCALL, "stat", f"{root}/vis/a", ";",
              "vfork-exec", HOOKCALL, "stat", f"{root}/hid/b", ";",
              "fork", "stat", f"{root}/vis/a", ";",
              "system", f"{HOOKCALL} stat {root}/vis/a",
              "popen", f"{HOOKCALL} stat {root}/vis/a",
              "threads", 8, f"{root}/hid/b",
-             "close_range", "stat", f"{root}/vis/a"]
+             "signal", f"{root}/hid/b", f"{root}/vis/a",
+             "close_range", "stat", f"{root}/vis/a", "tmpfile"]
     stdout, trace = run_traced(tmp_path, srv, args)
     assert "FAIL" not in stdout
     assert sum(1 for l in trace if f"close({ENTER})" in l) > 100  # marks are there

@@ -97,6 +97,17 @@ def test_listing_is_one_question_per_buffer(tree):
     assert not [q for q in srv.queries() if q[1] == "query" and q[2].startswith(str(big) + "/")]
 
 
+def test_more_open_streams_than_buffers(tree):
+    """100 DIR streams open at once (kiln batches 64): the others fall back to
+    one question per entry and hide the same entries."""
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, "manydirs", 100, f"{root}/vis")
+    words = lines[0].split()
+    assert words[:2] == ["manydirs", "agree=100"]
+    names = words[4:]
+    assert "a" in names and "c" not in names and "lnk_hid" in names
+
+
 @pytest.mark.parametrize("walker", ["nftw", "ftw", "fts"])
 def test_tree_walks_skip_hidden(tree, walker):
     root, srv, _ = tree
@@ -243,10 +254,46 @@ def test_program_preload_kept_after_kiln(tree):
 
 # ---- kiln's fds survive the program ------------------------------------------
 
-@pytest.mark.parametrize("closer", ["close_range", "closefrom", "closeall", "dup2all", "dup3all"])
+@pytest.mark.parametrize("closer", ["close_range", "closefrom", "closeall", "dup2all", "dup3all",
+                                    "sys_close_range", "sys_closeall"])
 def test_fd_closers_do_not_break_tracing(tree, closer):
     root, srv, _ = tree
     lines, err = hookcall(srv.path, "stat", f"{root}/hid/b", closer, "stat", f"{root}/hid/b",
                           "stat", f"{root}/vis/a")
     assert statuses(lines) == ["ENOENT", "OK", "ENOENT", "OK"]
     assert "kiln:" not in err
+
+
+def test_hook_before_kilns_constructor(tree, tmp_path):
+    """Another preloaded library's constructor runs before kiln's and calls
+    stat(): kiln initialises on that first call and answers correctly."""
+    import subprocess
+    root, srv, _ = tree
+    src = tmp_path / "early.c"
+    src.write_text(
+        '#include <stdio.h>\n#include <sys/stat.h>\n#include <errno.h>\n#include <string.h>\n'
+        '#include <stdlib.h>\n'
+        '__attribute__((constructor)) static void early(void) {\n'
+        '  struct stat st; int r = stat(getenv("EARLY_PATH"), &st);\n'
+        '  printf("early %d %s\\n", r, r ? strerrorname_np(errno) : "OK"); fflush(stdout); }\n')
+    lib = tmp_path / "early.so"
+    subprocess.run(["cc", "-D_GNU_SOURCE", "-shared", "-fPIC", "-o", lib, src], check=True)
+    env = env_for(srv.path, {"EARLY_PATH": f"{root}/hid/b"})
+    env["LD_PRELOAD"] = f"{PRELOAD}:{lib}"
+    lines, _ = hookcall(srv.path, "stat", f"{root}/vis/c", env=env)
+    assert lines == ["early -1 ENOENT", "stat -1 ENOENT"]
+
+
+@pytest.mark.parametrize("how", ["spawnp", "execvp"])
+def test_path_search_skips_hidden_candidates(tree, how):
+    """A program found first in a hidden directory of PATH is skipped: the
+    search goes on to the next candidate, as if the first did not exist."""
+    root, srv, _ = tree
+    for d, word in (("hid", "hidden"), ("vis", "visible")):
+        tool = root / d / "tool"
+        tool.write_text(f"#!/bin/sh\necho {word}\n")
+        tool.chmod(0o755)
+    env = env_for(srv.path)
+    env["PATH"] = f"{root}/hid:{root}/vis:/usr/bin:/bin"
+    lines, _ = hookcall(srv.path, how, "keep", "tool", ";", env=env)
+    assert lines == ["visible", f"{how} 0 OK"]

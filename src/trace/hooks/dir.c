@@ -38,7 +38,15 @@ _Static_assert(sizeof(struct dirent) == sizeof(struct dirent64), "dirent layout"
 
 /* ---- one getdents buffer, filtered ---------------------------------------- */
 
-#define MAX_ENTRIES 2048 /* a 32 KiB buffer holds at most 1365 entries */
+/* A 32 KiB getdents buffer holds at most 1365 entries: one batch. Larger
+ * buffers (getdents64 called with a big count) take several. Kept small:
+ * this is on the stack of whatever thread lists a directory. */
+#define MAX_ENTRIES 1400
+
+static int is_dot(const char *nm)
+{
+	return nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2]));
+}
 
 /* Removes the hidden entries of buf[0..len) (read from directory fd).
  * Returns the new length, or -errno. */
@@ -49,33 +57,25 @@ static long filter_buffer(int fd, char *buf, long len)
 	if (dl < 0)
 		return dl;
 	const char *names[MAX_ENTRIES];
-	long at[MAX_ENTRIES];
 	unsigned char hidden[MAX_ENTRIES];
-	size_t n = 0;
-	long out = 0;
-	long pos = 0;
+	long out = 0, pos = 0;
 	while (pos < len) {
-		/* Process in batches of MAX_ENTRIES (buffers larger than 32 KiB). */
 		long start = pos;
-		n = 0;
+		size_t n = 0;
 		while (pos < len && n < MAX_ENTRIES) {
 			struct dirent64 *e = (struct dirent64 *)(buf + pos);
-			const char *nm = e->d_name;
-			if (!(nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2])))) {
-				names[n] = nm;
-				at[n++] = pos;
-			}
+			if (!is_dot(e->d_name))
+				names[n++] = e->d_name;
 			pos += e->d_reclen;
 		}
 		if (n && kiln_ask_dir(dir, names, n, hidden) < 0)
 			return -EIO;
+		/* Same walk, same order: the k-th named entry has hidden[k]. */
 		size_t k = 0;
 		for (long p = start; p < pos;) {
 			struct dirent64 *e = (struct dirent64 *)(buf + p);
 			unsigned short rl = e->d_reclen;
-			int drop = 0;
-			if (k < n && at[k] == p)
-				drop = hidden[k++];
+			int drop = !is_dot(e->d_name) && hidden[k++];
 			if (!drop) {
 				if (out != p)
 					memmove(buf + out, buf + p, rl);
@@ -155,7 +155,7 @@ static struct dirent64 *readdir_unbatched(DIR *d)
 		if (!e)
 			return NULL;
 		const char *nm = e->d_name;
-		if (nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2])))
+		if (is_dot(nm))
 			return e;
 		if (kt_path_join(dir, nm, path) < 0)
 			return e;

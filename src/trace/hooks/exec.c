@@ -97,7 +97,7 @@ static int check_exec(int dirfd, const char *path, int atflags)
 		int e = kt_verdict_errno(kiln_ask(abs, KILN_A_EXEC, qf), KILN_A_EXEC);
 		if (e)
 			return e;
-		long fd = kt_sys4(SYS_openat, AT_FDCWD, abs, O_RDONLY | O_CLOEXEC, 0);
+		long fd = kt_sys4(SYS_openat, AT_FDCWD, abs, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0);
 		if (fd < 0)
 			return 0; /* unreadable or missing: the kernel decides */
 		char interp[KT_PATH_BUF];

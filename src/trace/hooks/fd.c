@@ -28,7 +28,7 @@ KT_EXPORT int close(int fd)
 }
 
 /* close_range on the pieces of [first, last] that hold none of kiln's fds. */
-static int close_range_around(unsigned first, unsigned last, int flags)
+int kt_close_range_around(unsigned first, unsigned last, int flags)
 {
 	int fds[KT_MAX_KILN_FDS];
 	int n = kt_kiln_fds(fds);
@@ -64,17 +64,17 @@ KT_EXPORT int close_range(unsigned first, unsigned last, int flags)
 		errno = EINVAL;
 		return -1;
 	}
-	return close_range_around(first, last, flags);
+	return kt_close_range_around(first, last, flags);
 }
 
 KT_EXPORT void closefrom(int lowfd)
 {
 	if (lowfd < 0)
 		lowfd = 0;
-	close_range_around((unsigned)lowfd, ~0u, 0);
+	kt_close_range_around((unsigned)lowfd, ~0u, 0);
 }
 
-static int dup_target_ok(int oldfd, int newfd)
+int kt_dup_target_ok(int oldfd, int newfd)
 {
 	if (kt_is_kiln_fd(oldfd))
 		return EBADF;
@@ -94,7 +94,7 @@ KT_EXPORT int dup(int oldfd)
 
 KT_EXPORT int dup2(int oldfd, int newfd)
 {
-	int e = dup_target_ok(oldfd, newfd);
+	int e = kt_dup_target_ok(oldfd, newfd);
 	if (e) {
 		errno = e;
 		return -1;
@@ -104,7 +104,7 @@ KT_EXPORT int dup2(int oldfd, int newfd)
 
 KT_EXPORT int dup3(int oldfd, int newfd, int flags)
 {
-	int e = dup_target_ok(oldfd, newfd);
+	int e = kt_dup_target_ok(oldfd, newfd);
 	if (e) {
 		errno = e;
 		return -1;

@@ -18,20 +18,21 @@ static void *_Atomic real_dlopen, *_Atomic real_dlerror, *_Atomic real_syscall;
 
 /* ---- dlopen --------------------------------------------------------------- */
 
-/* dlerror() text for a library kiln refused, per thread. */
-static KT_TLS char dl_msg[KT_PATH_BUF + 64];
+/* dlerror() text for a library kiln refused, per thread (kept small: static
+ * TLS is paid for by every thread of every traced process). */
+static KT_TLS char dl_msg[512];
 static KT_TLS int dl_msg_set;
 
 static void *dl_refuse(const char *file, int err)
 {
-	size_t fl = strlen(file);
-	if (fl > KT_PATH_BUF - 1)
-		fl = KT_PATH_BUF - 1;
 	const char *why = err == ENOENT ? ": cannot open shared object file: No such file or directory"
 		: err == EACCES         ? ": cannot open shared object file: Permission denied"
 					: ": cannot open shared object file: Input/output error";
+	size_t wl = strlen(why), fl = strlen(file);
+	if (fl > sizeof dl_msg - wl - 1)
+		file += fl - (sizeof dl_msg - wl - 1), fl = sizeof dl_msg - wl - 1;
 	memcpy(dl_msg, file, fl);
-	strcpy(dl_msg + fl, why);
+	memcpy(dl_msg + fl, why, wl + 1);
 	dl_msg_set = 1;
 	return NULL;
 }
@@ -132,6 +133,28 @@ KT_EXPORT long syscall(long nr, ...)
 		break;
 	case SYS_getdents64:
 		return getdents64((int)a, (void *)b, (size_t)c);
+	/* kiln's own fds, as in hooks/fd.c */
+	case SYS_close:
+		if (kt_is_kiln_fd((int)a)) {
+			errno = EBADF;
+			return -1;
+		}
+		return sys_result(kt_sys1(SYS_close, a));
+	case SYS_close_range:
+		if ((unsigned)a > (unsigned)b) {
+			errno = EINVAL;
+			return -1;
+		}
+		return kt_close_range_around((unsigned)a, (unsigned)b, (int)c);
+	case SYS_dup2:
+	case SYS_dup3: {
+		int de = kt_dup_target_ok((int)a, (int)b);
+		if (de) {
+			errno = de;
+			return -1;
+		}
+		return sys_result(kt_sys6(nr, a, b, c, d, e, f));
+	}
 	default:
 		return REAL(syscall, long (*)(long, ...))(nr, a, b, c, d, e, f);
 	}

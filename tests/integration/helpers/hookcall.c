@@ -286,6 +286,7 @@ static int one(char **a, int n)
 	if (!strcmp(c, "utimensat")) { NEED(1); CALL("utimensat", utimensat(AT_FDCWD, a[1], NULL, 0)); return 2; }
 	if (!strcmp(c, "mkstemp")) { NEED(1); snprintf(buf, sizeof buf, "%s", a[1]); CALL("mkstemp", mkstemp(buf)); return 2; }
 	if (!strcmp(c, "mkdtemp")) { NEED(1); snprintf(buf, sizeof buf, "%s", a[1]); CALLP("mkdtemp", mkdtemp(buf)); return 2; }
+	if (!strcmp(c, "tmpfile")) { CALLP("tmpfile", tmpfile()); return 1; }
 	if (!strcmp(c, "dlopen")) {
 		NEED(1);
 		errno = 0;
@@ -321,6 +322,42 @@ static int one(char **a, int n)
 		closedir(d);
 		show_list(c, ok ? 0 : -1, ok);
 		return 2;
+	}
+	if (!strcmp(c, "manydirs")) {
+		/* manydirs N DIR: N streams of DIR open at once, read interleaved;
+		 * prints the listing of the last one and how many agreed with it */
+		NEED(2);
+		int nd = atoi(a[1]);
+		DIR *ds[200];
+		for (int i = 0; i < nd && i < 200; i++)
+			ds[i] = opendir(a[2]);
+		char *seen[200][64];
+		int cnt[200] = { 0 };
+		for (int round = 0, more = 1; more; round++) {
+			more = 0;
+			for (int i = 0; i < nd; i++) {
+				struct dirent *e = ds[i] ? readdir(ds[i]) : NULL;
+				if (e && cnt[i] < 64) {
+					seen[i][cnt[i]++] = strdup(e->d_name);
+					more = 1;
+				}
+			}
+		}
+		int agree = 0;
+		for (int i = 0; i < nd; i++) {
+			int same = cnt[i] == cnt[nd - 1];
+			for (int k = 0; same && k < cnt[i]; k++)
+				same = !strcmp(seen[i][k], seen[nd - 1][k]);
+			agree += same;
+		}
+		for (int k = 0; k < cnt[nd - 1]; k++)
+			add_name(seen[nd - 1][k]);
+		for (int i = 0; i < nd; i++)
+			if (ds[i])
+				closedir(ds[i]);
+		printf("manydirs agree=%d", agree);
+		show_list("", 0, 1);
+		return 3;
 	}
 	if (!strcmp(c, "getdents64") || !strcmp(c, "sys_getdents64")) {
 		NEED(1);
@@ -432,6 +469,13 @@ static int one(char **a, int n)
 	if (!strcmp(c, "sys_openat")) { NEED(1); CALL("sys_openat", syscall(SYS_openat, AT_FDCWD, a[1], O_RDONLY, 0)); return 2; }
 	/* ---- fds ---- */
 	if (!strcmp(c, "close_range")) { CALL("close_range", close_range(3, ~0u, 0)); return 1; }
+	if (!strcmp(c, "sys_close_range")) { CALL("sys_close_range", syscall(SYS_close_range, 3, ~0u, 0)); return 1; }
+	if (!strcmp(c, "sys_closeall")) {
+		for (int fd = 3; fd < 1024; fd++)
+			syscall(SYS_close, fd);
+		printf("sys_closeall 0 OK\n");
+		return 1;
+	}
 	if (!strcmp(c, "closefrom")) { closefrom(3); printf("closefrom 0 OK\n"); return 1; }
 	if (!strcmp(c, "closeall")) {
 		for (int fd = 3; fd < 1024; fd++)
