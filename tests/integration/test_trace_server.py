@@ -3,6 +3,7 @@
 import json
 import os
 import pathlib
+import shutil
 import signal
 import socket
 import struct
@@ -542,3 +543,19 @@ def test_bad_policy_file_is_an_error(world, kiln_bin, tmp_path):
     r = run([kiln_bin, "trace", *world.args, "--policy", policy, "--", "true"], cwd=world.build)
     assert r.returncode == 125
     assert f"{policy}:1: unknown directive 'alow'" in r.stderr
+
+
+def test_preload_library_found_in_the_installed_layout(world, build_dir, tmp_path):
+    prefix = tmp_path / "prefix"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "lib" / "kiln").mkdir(parents=True)
+    shutil.copy(build_dir / "kiln", prefix / "bin" / "kiln")
+    shutil.copy(build_dir / "libkiln-trace.so", prefix / "lib" / "kiln" / "libkiln-trace.so")
+    r = run([prefix / "bin" / "kiln", "trace", *world.args, "--", "sh", "-c", 'echo "$LD_PRELOAD"'],
+            cwd=world.build)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split(":")[0].strip() == str(prefix / "lib" / "kiln" / "libkiln-trace.so")
+    (prefix / "lib" / "kiln" / "libkiln-trace.so").unlink()
+    r = run([prefix / "bin" / "kiln", "trace", *world.args, "--", "true"], cwd=world.build)
+    assert r.returncode == 125
+    assert "cannot find the preload library" in r.stderr
