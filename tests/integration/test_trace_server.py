@@ -442,6 +442,8 @@ def test_json_report_and_log(world, traced):
     assert rc == 4
     rep = json.loads((world.build / "report.json").read_text())
     assert rep["exit_status"] == 4 and rep["mode"] == "enforce"
+    assert rep["declared"] == ["libdep-dev"]
+    assert rep["closure_packages"] == 2   # libdep-dev and the Essential base
     [h] = rep["hidden"]
     assert h["package"] == "libfoo-dev" and h["path"] == f"{world.inc}/foo.h"
     assert h["pid"] == os.getpid() and any("pytest" in a for a in h["argv"])
@@ -481,6 +483,8 @@ Architecture: any
     finally:
         t.kill()
     assert rc == 0
+    assert "declared: libdep-dev (closure" in err   # the alternative installed
+    assert "build-essential (implied by Debian policy" in err
     assert "debhelper-compat is not installed" in err
     assert "not-installed-anywhere is not installed" in err
     del script
