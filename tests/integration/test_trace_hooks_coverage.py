@@ -52,7 +52,8 @@ def escapes(trace_lines):
         if args is not None:
             depth_at[i] = (s[0], s[1])
         if name == "close" and args is not None:
-            fd = args.split(")")[0]
+            fd = re.match(r"\s*(-?\d+)", args)
+            fd = fd.group(1) if fd else ""  # "close(-4201 <unfinished ...>" too
             if fd == START:
                 s[0], s[1] = True, 0
             elif fd == ENTER:
@@ -67,8 +68,8 @@ def escapes(trace_lines):
             continue
         if args is None or name in SPAWNERS or name == "getcwd" or not s[0] or s[1] > 0:
             continue
-        if '""' in args and "AT_EMPTY_PATH" in args:
-            continue  # fstat on an fd, not a path
+        if re.match(r'\s*\d+, ""', args):
+            continue  # fstat on an fd (AT_EMPTY_PATH), not a path
         bad.append((pid, ln))
     return bad
 
