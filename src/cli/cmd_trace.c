@@ -292,9 +292,11 @@ fail:
 }
 
 static void exec_command(const struct opts *o, const char *preload, const char *sock,
-			 const char *rundir)
+			 const char *rundir, bool own_tty)
 {
 	setpgid(0, 0);
+	if (own_tty) /* before it can read the terminal (kiln does the same: no race) */
+		tcsetpgrp(STDIN_FILENO, getpid());
 	const char *old = getenv("LD_PRELOAD");
 	char *ld;
 	if (old && *old ? asprintf(&ld, "%s:%s", preload, old) < 0 : asprintf(&ld, "%s", preload) < 0)
@@ -439,7 +441,7 @@ static int run_trace(struct opts *op)
 		goto fail;
 	}
 	if (cmd == 0)
-		exec_command(&o, preload, sock, rundir);
+		exec_command(&o, preload, sock, rundir, own_tty);
 	setpgid(cmd, cmd);
 	build_pgid = cmd;
 	if (own_tty)

@@ -31,6 +31,7 @@ enum { TAG_LISTEN = -1, TAG_LIFELINE = -2, TAG_SIGNAL = -3 };
 struct conn {
 	bool open;
 	bool greeted;
+	bool refused;   /* REFUSED sent: read what the peer still sends, then close */
 	pid_t pid;
 	int client;
 };
@@ -84,11 +85,21 @@ static void drop(struct loop *l, int fd)
 	l->conns[fd].open = false;
 }
 
+/* Sends REFUSED and closes once the peer's pending messages are read:
+ * closing a Unix socket with unread data resets the peer, which could then
+ * lose the REFUSED it has not read yet. */
 static void refuse(struct loop *l, int fd, uint32_t reason, const char *text)
 {
-	kiln_send_refused(fd, reason, text);
 	l->stats->refused++;
-	drop(l, fd);
+	if (kiln_send_refused(fd, reason, text) < 0) {
+		drop(l, fd);
+		return;
+	}
+	shutdown(fd, SHUT_WR);
+	l->conns[fd].refused = true;
+	char scratch[64];
+	while (recv(fd, scratch, sizeof scratch, MSG_DONTWAIT | MSG_TRUNC) > 0)
+		;
 }
 
 static void accept_all(struct loop *l, int lfd)
@@ -154,6 +165,14 @@ static void malformed(struct loop *l, int fd, const char *why)
 static void serve_one(struct loop *l, int fd)
 {
 	struct conn *c = &l->conns[fd];
+	if (c->refused) {
+		/* Whatever a refused peer sends is dropped; close once it has
+		 * sent something or hung up. */
+		ssize_t r = recv(fd, l->buf, KILN_MSG_MAX, MSG_DONTWAIT | MSG_TRUNC);
+		if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+			drop(l, fd);
+		return;
+	}
 	struct kiln_msg_hdr h;
 	ssize_t n = kiln_msg_recv(fd, l->buf, KILN_MSG_MAX, &h, MSG_DONTWAIT);
 	if (n == -2) {
@@ -199,6 +218,7 @@ static void serve_one(struct loop *l, int fd)
 		c->greeted = true;
 		return;
 	}
+	errno = EPROTO; /* what a validation failure (no syscall) leaves */
 	if (l->svc->message(l->svc->ctx, c->client, fd, &h, payload, (size_t)n) < 0) {
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
 			malformed(l, fd, "client does not read its answers");

@@ -387,6 +387,22 @@ def test_server_death_ends_the_build(world, traced):
     assert t.proc.returncode == 125
     assert "the trace server" in err and "died during the build" in err
     assert c.closed()
+    assert not os.path.exists(os.path.dirname(t.socket))
+
+
+def test_termination_signal_is_forwarded_to_the_build(world, traced):
+    t = traced()
+    connect(t).ask(f"{world.inc}/foo.h", tp.READ)
+    t.proc.send_signal(signal.SIGTERM)
+    _, err = t.proc.communicate(timeout=30)
+    assert t.proc.returncode == 128 + signal.SIGTERM   # the build died of it...
+    assert "libfoo-dev (1)" in err                     # ...and the report still came
+
+
+def test_command_not_found(world, kiln_bin):
+    r = run([kiln_bin, "trace", *world.args, "--", "no-such-command-kiln"], cwd=world.build)
+    assert r.returncode == 127
+    assert "cannot run no-such-command-kiln" in r.stderr
 
 
 def test_exit_status_is_the_commands(world, traced):
@@ -499,3 +515,30 @@ def test_run_dir_is_private_and_removed(world, traced):
     assert st.st_uid == os.getuid()
     t.finish()
     assert not os.path.exists(rundir)
+
+
+def test_policy_file_and_command_line_rules(world, traced, tmp_path):
+    policy = tmp_path / "kiln.policy"
+    policy.write_text(f"# test policy\ndeny {world.inc}\nallow {world.lib}\n")
+    # The command line comes after the policy file: --ask wins for inc/.
+    t = traced("--policy", policy, "--ask", world.inc, "--read", f"{world.lib}/foo-plugins",
+               "--deny", f"{world.build}/secret")
+    (world.build / "secret").mkdir()
+    c = connect(t)
+    assert c.ask(f"{world.inc}/dep.h", tp.READ) == tp.ALLOW          # ask again, a dependency
+    assert c.ask(f"{world.inc}/foo.h", tp.READ) == tp.HIDE
+    assert c.ask(f"{world.lib}/new.so", tp.CREATE | tp.WRITE) == tp.ALLOW  # allow from the file
+    assert c.ask(f"{world.lib}/foo-plugins/cache.bin", tp.READ) == tp.ALLOW  # read beats ask
+    assert c.ask(f"{world.lib}/foo-plugins/x", tp.CREATE) == tp.DENY
+    assert c.ask(f"{world.build}/secret", tp.STAT) == tp.HIDE           # deny hides
+    assert c.ask(f"{world.build}/secretive", tp.CREATE) == tp.ALLOW     # per component
+    rc, err = t.finish()
+    assert "(deny rules) (1)" in err
+
+
+def test_bad_policy_file_is_an_error(world, kiln_bin, tmp_path):
+    policy = tmp_path / "bad.policy"
+    policy.write_text("alow /usr\n")
+    r = run([kiln_bin, "trace", *world.args, "--policy", policy, "--", "true"], cwd=world.build)
+    assert r.returncode == 125
+    assert f"{policy}:1: unknown directive 'alow'" in r.stderr

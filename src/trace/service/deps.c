@@ -17,7 +17,7 @@ int trace_deps_closure(struct kiln_registry *reg, const char *const *names, size
 		       const struct dep_list *control, FILE *warn,
 		       struct registry_pkgset *out, char *err, size_t errlen)
 {
-	size_t total = n + (control ? control->n : 0);
+	size_t total = n + (control ? control->n + 1 : 0);
 	const char **all = calloc(total + 1, sizeof *all);
 	if (!all) {
 		snprintf(err, errlen, "out of memory");
@@ -41,6 +41,13 @@ int trace_deps_closure(struct kiln_registry *reg, const char *const *names, size
 				fprintf(warn, "%s%s", j ? " | " : "", grp->alts[j]);
 			fprintf(warn, " is not installed (not in the registry); ignored\n");
 		}
+	}
+	if (control) {
+		if (known(reg, "build-essential"))
+			all[k++] = "build-essential";
+		else if (warn)
+			fprintf(warn, "kiln trace: build-essential (implied by Debian policy for "
+				      "Build-Depends) is not installed; ignored\n");
 	}
 	int rc = registry_closure(reg, all, k, true, out, err, errlen);
 	free(all);

@@ -13,7 +13,9 @@
 /* The closure of `names` (each must be known to the registry) and of the
  * Build-Depends in `control` (per group, the first alternative the registry
  * knows; a group none of whose alternatives is installed is named on `warn`
- * and skipped), with every Essential package. Returns 0, or -1 with err. */
+ * and skipped), with every Essential package. With a `control`, the
+ * build-essential package is implied too, as Debian policy says (named on
+ * `warn` if not installed). Returns 0, or -1 with err. */
 int trace_deps_closure(struct kiln_registry *reg, const char *const *names, size_t n,
 		       const struct dep_list *control, FILE *warn,
 		       struct registry_pkgset *out, char *err, size_t errlen);

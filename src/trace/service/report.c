@@ -147,7 +147,7 @@ void tracelog_write_text(const struct tracelog *t, FILE *out)
 		t->hidden.n, t->refused.n, t->unknown.n, t->nevents);
 	if (t->failures)
 		fprintf(out, "; %lu undecidable (refused)", t->failures);
-	fputc('\n', out);
+	fprintf(out, "; server CPU %.2f s\n", t->server_cpu);
 done:
 	free(hid);
 	free(ref);
@@ -304,9 +304,10 @@ int tracelog_write_json(const struct tracelog *t, const char *file, int exit_sta
 	fprintf(f, "],\n\"totals\":{\"queries\":%lu,\"dir_queries\":%lu,\"entries_hidden\":%lu,"
 		"\"paths\":%zu,\"processes\":%zu,\"hidden\":%zu,\"hidden_packages\":%zu,"
 		"\"refused_writes\":%zu,\"unknown\":%zu,\"exec_events\":%zu,\"undecidable\":%lu,"
-		"\"violations\":%lu}}\n",
+		"\"violations\":%lu,\"server_cpu_seconds\":%.3f}}\n",
 		t->queries, t->dir_queries, t->entries_hidden, t->paths.n, t->nclients, t->hidden.n,
-		npkgs, t->refused.n, t->unknown.n, t->nevents, t->failures, tracelog_violations(t));
+		npkgs, t->refused.n, t->unknown.n, t->nevents, t->failures, tracelog_violations(t),
+		t->server_cpu);
 	free(hid);
 	free(ref);
 	free(unk);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "server/server.h"
@@ -64,6 +65,10 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	if (sscanf(note, "status %d", &status) != 1)
 		status = -1;
 	rc = tracelog_violations(&ts->log) ? TRACE_SERVER_VIOLATIONS : TRACE_SERVER_CLEAN;
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		ts->log.server_cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+				     (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 	tracelog_write_text(&ts->log, stderr);
 	if (cfg->json && tracelog_write_json(&ts->log, cfg->json, status, err, sizeof err) < 0) {
 		fprintf(stderr, "kiln trace: %s\n", err);

@@ -50,6 +50,7 @@ struct tracelog {
 	struct trace_event *events;
 	size_t nevents, capevents;
 	unsigned long queries, dir_queries, entries_hidden, failures;
+	double server_cpu;       /* seconds of CPU the server used (set at the end) */
 };
 
 void tracelog_init(struct tracelog *t, bool report_only);
