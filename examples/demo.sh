@@ -1,5 +1,96 @@
 #!/usr/bin/env bash
-# `make demo`: kiln's main job on a real example. Grows as components land.
+# `make demo`: kiln's main job on a real example. Imports this machine's dpkg
+# registry, fetches a real Debian source package (zlib by default) with
+# `apt-get source` into a cache directory, builds it under `kiln trace` with
+# its Build-Depends as the declared dependencies, and prints the report.
+#
+#   KILN_DEMO_CACHE   cache directory (default ~/.cache/kiln-demo)
+#   KILN_DEMO_SOURCE  source package to build (default zlib)
+#   DEB_BUILD_PROFILES  build profiles (default nobiarch: no 32-bit build)
+#
+# /etc/apt is never edited: a private sources list (the system's archive with
+# deb-src added) and private lists live under the cache directory.
 set -euo pipefail
-echo "kiln demo: no component has landed yet" >&2
-exit 1
+here=$(cd "$(dirname "$0")" && pwd)
+BUILD=${KILN_BUILD:-$here/../build}
+KILN=$BUILD/kiln
+CACHE=${KILN_DEMO_CACHE:-$HOME/.cache/kiln-demo}
+SOURCE=${KILN_DEMO_SOURCE:-zlib}
+export DEB_BUILD_PROFILES=${DEB_BUILD_PROFILES-nobiarch}
+export DEB_BUILD_OPTIONS=${DEB_BUILD_OPTIONS-"parallel=2"}
+
+say() { printf '\n== %s\n' "$*" >&2; }
+die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
+
+[ -x "$KILN" ] || die "$KILN is not built (run make)"
+
+# The shared-memory map's own demo, when that component is there.
+if [ -f "$here/shm-demo.sh" ]; then
+  say "the shared-memory map (examples/shm-demo.sh)"
+  bash "$here/shm-demo.sh"
+fi
+mkdir -p "$CACHE/apt/lists/partial" "$CACHE/apt/cache/archives/partial" "$CACHE/apt/sources" "$CACHE/src"
+
+# ---- 1. a private apt configuration with deb-src ------------------------------
+sources=$CACHE/apt/sources/kiln-demo.sources
+if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+  # The system's archive entries, each also for source packages.
+  sed -E 's/^Types:.*/Types: deb deb-src/' /etc/apt/sources.list.d/debian.sources > "$sources"
+else
+  codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
+  printf 'Types: deb deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+    "$codename" > "$sources"
+fi
+apt_opts=(
+  -o "Dir::Etc::SourceList=/dev/null"
+  -o "Dir::Etc::SourceParts=$CACHE/apt/sources"
+  -o "Dir::State::Lists=$CACHE/apt/lists"
+  -o "Dir::Cache=$CACHE/apt/cache"
+  -o "APT::Sandbox::User=root"
+)
+
+src_dir=$(find "$CACHE/src" -mindepth 1 -maxdepth 1 -type d -name "$SOURCE-*" 2>/dev/null | head -n1 || true)
+if [ -z "$src_dir" ] || [ ! -f "$src_dir/debian/control" ]; then
+  say "fetching the Debian source package '$SOURCE' (apt-get source, private lists in $CACHE/apt)"
+  apt-get "${apt_opts[@]}" -qq update || die "apt-get update failed (network, or $sources)"
+  (cd "$CACHE/src" && apt-get "${apt_opts[@]}" -qq source "$SOURCE") || die "apt-get source $SOURCE failed"
+  src_dir=$(find "$CACHE/src" -mindepth 1 -maxdepth 1 -type d -name "$SOURCE-*" | head -n1)
+fi
+[ -n "$src_dir" ] || die "no unpacked source of $SOURCE under $CACHE/src"
+say "source: $src_dir"
+
+# ---- 2. its build dependencies -------------------------------------------------
+if ! (cd "$src_dir" && dpkg-checkbuilddeps >/dev/null 2>&1); then
+  if [ "$(id -u)" -eq 0 ]; then
+    say "installing the build dependencies of $SOURCE"
+    apt-get "${apt_opts[@]}" -qq update
+    DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" -y -qq --no-install-recommends build-dep "$src_dir" \
+      || die "cannot install the build dependencies of $SOURCE"
+  else
+    (cd "$src_dir" && dpkg-checkbuilddeps) || true
+    die "install the build dependencies above (as root: apt-get build-dep $src_dir)"
+  fi
+fi
+
+# ---- 3. this machine's registry ------------------------------------------------
+DB=$CACHE/registry.db
+say "importing this machine's dpkg registry into $DB"
+"$KILN" registry --db "$DB" import dpkg
+
+# ---- 4. the build, in the sandbox ----------------------------------------------
+say "building $SOURCE under kiln trace (declared dependencies: Build-Depends of debian/control)"
+log=$CACHE/build.log
+set +e
+(cd "$src_dir" && "$KILN" trace --db "$DB" --deps-from-control debian/control \
+   --allow "$CACHE/src" --json "$CACHE/report.json" --log "$CACHE/access.log" \
+   -- dpkg-buildpackage -b -uc -us) > "$log" 2> "$CACHE/trace.err"
+status=$?
+set -e
+# The report is the end of kiln trace's stderr; the build's own messages
+# come first.
+sed -n '/^kiln trace report/,$p' "$CACHE/trace.err" >&2
+grep '^kiln trace:' "$CACHE/trace.err" >&2 || true
+say "build exit status: $status (build output: $log and $CACHE/trace.err)"
+say "JSON report: $CACHE/report.json; every path touched: $CACHE/access.log ($(wc -l < "$CACHE/access.log") paths)"
+ls "$CACHE/src"/*.deb >/dev/null 2>&1 && say "packages built: $(cd "$CACHE/src" && ls ./*.deb | tr '\n' ' ')"
+exit "$status"

@@ -1,12 +1,511 @@
-/* Placeholder until the trace component lands: says so and fails. */
+/* kiln trace [options] -- COMMAND...: runs COMMAND with the preload library
+ * in a sandbox decided by a trace server process that kiln forks, then prints
+ * the report and exits with the command's status. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
+#include "ipc/proto.h"
+#include "registry/registry.h"
+#include "trace/service/policy.h"
+#include "trace/service/trace_server.h"
+
+/* Exit status when kiln itself fails (as env(1) and nice(1) do). */
+#define EXIT_KILN 125
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+"usage: kiln trace [OPTIONS] -- COMMAND [ARGS...]\n"
+"\n"
+"Runs COMMAND (a build) with every file access checked against a sandbox built\n"
+"from the package registry: files of packages outside the declared dependencies'\n"
+"closure (Essential packages always included) are hidden, writes outside the\n"
+"build directory, /tmp and allowed areas are refused. At the end a report names\n"
+"what the build reached for, by package and process. Exits with COMMAND's status\n"
+"(128+N if killed by signal N).\n"
+"\n"
+"options:\n"
+"  --db FILE                 registry database (default: as 'kiln registry':\n"
+"                            $KILN_DB, else $XDG_CACHE_HOME/kiln/registry.db)\n"
+"  --deps PKG[,PKG...]       declared dependencies (repeatable)\n"
+"  --deps-from-control FILE  declared dependencies = Build-Depends(-Arch,-Indep)\n"
+"                            of a debian/control file\n"
+"  --allow PREFIX            visible and writable\n"
+"  --read PREFIX             visible, writes refused\n"
+"  --ask PREFIX              the registry decides visibility, writes refused\n"
+"  --deny PREFIX             hidden\n"
+"  --unknown report|allow|hide\n"
+"                            files in ask-trees the registry does not know\n"
+"                            (default: report = allow and name them)\n"
+"  --policy FILE             policy file (docs/policy.md), applied after the\n"
+"                            defaults and before the options above\n"
+"  --report-only             hide and refuse nothing, report what would be\n"
+"  --strict                  exit non-zero if anything was hidden or refused\n"
+"  --json FILE               write the report as JSON\n"
+"  --log FILE                write every path touched with its access classes\n"
+"  --no-cache                ask the server for every check (today every check\n"
+"                            is a round trip anyway: the shared verdict cache is\n"
+"                            not there yet, so this changes nothing)\n"
+"  --help                    this text\n"
+"\n"
+"The build directory (writable) is the current directory. The report goes to\n"
+"standard error.\n");
+}
+
+struct cli_rule {
+	enum policy_action action;
+	const char *prefix;
+};
+
+struct opts {
+	const char *db;
+	const char **deps;
+	size_t ndeps;
+	const char *control;
+	struct cli_rule *rules;
+	size_t nrules;
+	const char *policy_file;
+	bool unknown_set;
+	enum policy_unknown unknown;
+	bool report_only, strict;
+	const char *json, *log;
+	char *json_abs, *log_abs; /* owned copies made absolute */
+	char **command;
+};
+
+static void opts_free(struct opts *o)
+{
+	free(o->deps);
+	free(o->rules);
+	free(o->json_abs);
+	free(o->log_abs);
+}
+
+static volatile sig_atomic_t build_pgid;
+
+static void forward_signal(int sig)
+{
+	if (build_pgid > 0)
+		kill(-(pid_t)build_pgid, sig);
+}
+
+static int add_deps(struct opts *o, char *list)
+{
+	for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		while (*tok == ' ')
+			tok++;
+		if (!*tok)
+			continue;
+		const char **d = realloc(o->deps, (o->ndeps + 1) * sizeof *d);
+		if (!d)
+			return -1;
+		o->deps = d;
+		o->deps[o->ndeps++] = tok;
+	}
+	return 0;
+}
+
+/* Returns 0 to run, 1 when --help was answered, -1 on a usage error. */
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+	int i = 1;
+	for (; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (a[0] != '-')
+			break;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 1;
+		}
+		if (!strcmp(a, "--report-only")) {
+			o->report_only = true;
+			continue;
+		}
+		if (!strcmp(a, "--strict")) {
+			o->strict = true;
+			continue;
+		}
+		if (!strcmp(a, "--no-cache"))
+			continue;
+		/* Options with a value: "--opt VALUE" or "--opt=VALUE". */
+		const char *eq = strchr(a, '=');
+		size_t nl = eq ? (size_t)(eq - a) : strlen(a);
+		char name[32];
+		if (nl >= sizeof name)
+			goto unknown;
+		memcpy(name, a, nl);
+		name[nl] = '\0';
+		static const char *const valued[] = { "--db", "--deps", "--deps-from-control", "--allow",
+						      "--read", "--ask", "--deny", "--unknown", "--policy",
+						      "--json", "--log" };
+		bool known = false;
+		for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
+			known |= !strcmp(name, valued[k]);
+		if (!known)
+			goto unknown;
+		char *val;
+		if (eq) {
+			val = (char *)eq + 1;
+		} else if (i + 1 < argc) {
+			val = argv[++i];
+		} else {
+			fprintf(stderr, "kiln trace: %s needs a value\n", name);
+			return -1;
+		}
+		enum policy_action act;
+		if (!strcmp(name, "--db")) {
+			o->db = val;
+		} else if (!strcmp(name, "--deps")) {
+			if (add_deps(o, val) < 0)
+				return -1;
+		} else if (!strcmp(name, "--deps-from-control")) {
+			o->control = val;
+		} else if (!strcmp(name, "--policy")) {
+			o->policy_file = val;
+		} else if (!strcmp(name, "--json")) {
+			o->json = val;
+		} else if (!strcmp(name, "--log")) {
+			o->log = val;
+		} else if (!strcmp(name, "--unknown")) {
+			if (policy_parse_unknown(val, &o->unknown) < 0) {
+				fprintf(stderr, "kiln trace: --unknown takes report, allow or hide, not '%s'\n", val);
+				return -1;
+			}
+			o->unknown_set = true;
+		} else if (policy_parse_action(name + 2, &act) == 0) {
+			struct cli_rule *r = realloc(o->rules, (o->nrules + 1) * sizeof *r);
+			if (!r)
+				return -1;
+			o->rules = r;
+			o->rules[o->nrules++] = (struct cli_rule){ act, val };
+		}
+		continue;
+unknown:
+		fprintf(stderr, "kiln trace: unknown option '%s' (see kiln trace --help)\n", a);
+		return -1;
+	}
+	if (i >= argc) {
+		fprintf(stderr, "kiln trace: no command given\nusage: kiln trace [OPTIONS] -- COMMAND [ARGS...]\n");
+		return -1;
+	}
+	o->command = argv + i;
+	return 0;
+}
+
+/* Makes a path absolute against the current directory (output files are
+ * written by the server after the build, whatever its cwd is); *owned gets
+ * the copy to free. */
+static const char *absolute(const char *p, const char *cwd, char **owned)
+{
+	if (!p || p[0] == '/')
+		return p;
+	if (asprintf(owned, "%s/%s", cwd, p) < 0) {
+		*owned = NULL;
+		return NULL;
+	}
+	return *owned;
+}
+
+/* libkiln-trace.so next to the kiln executable, else ../lib/kiln/ as
+ * `make install` lays it out. */
+static int find_preload(char *out, size_t len)
+{
+	char exe[PATH_MAX], first[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0) {
+		fprintf(stderr, "kiln trace: cannot read /proc/self/exe: %s\n", strerror(errno));
+		return -1;
+	}
+	exe[n] = '\0';
+	*strrchr(exe, '/') = '\0';
+	snprintf(first, sizeof first, "%s/libkiln-trace.so", exe);
+	if (snprintf(out, len, "%s", first) < (int)len && access(out, R_OK) == 0)
+		return 0;
+	char *up = strrchr(exe, '/');
+	if (up)
+		*up = '\0';
+	if (snprintf(out, len, "%s/lib/kiln/libkiln-trace.so", exe) < (int)len &&
+	    access(out, R_OK) == 0)
+		return 0;
+	fprintf(stderr, "kiln trace: cannot find the preload library: neither %s nor %s is readable\n",
+		first, out);
+	return -1;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+static void remove_run_dir(const char *dir)
+{
+	if (nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS) < 0)
+		fprintf(stderr, "kiln trace: cannot remove run directory %s: %s\n", dir, strerror(errno));
+}
+
+static void describe_status(char *buf, size_t len, int st)
+{
+	if (WIFSIGNALED(st))
+		snprintf(buf, len, "killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+	else
+		snprintf(buf, len, "exit status %d", WEXITSTATUS(st));
+}
+
+static int build_policy(const struct opts *o, const char *cwd, struct policy *p)
+{
+	char err[1024];
+	policy_init(p);
+	if (policy_add_defaults(p, cwd, err, sizeof err) < 0 ||
+	    (o->policy_file && policy_load_file(p, o->policy_file, err, sizeof err) < 0))
+		goto fail;
+	for (size_t i = 0; i < o->nrules; i++)
+		if (policy_add(p, o->rules[i].action, o->rules[i].prefix, err, sizeof err) < 0)
+			goto fail;
+	if (o->unknown_set)
+		p->unknown = o->unknown;
+	policy_compile(p);
+	return 0;
+fail:
+	fprintf(stderr, "kiln trace: %s\n", err);
+	policy_free(p);
+	return -1;
+}
+
+static void exec_command(const struct opts *o, const char *preload, const char *sock,
+			 const char *rundir, bool own_tty)
+{
+	setpgid(0, 0);
+	if (own_tty) /* before it can read the terminal (kiln does the same: no race) */
+		tcsetpgrp(STDIN_FILENO, getpid());
+	const char *old = getenv("LD_PRELOAD");
+	char *ld;
+	if (old && *old ? asprintf(&ld, "%s:%s", preload, old) < 0 : asprintf(&ld, "%s", preload) < 0)
+		_exit(EXIT_KILN);
+	if (setenv("LD_PRELOAD", ld, 1) < 0 || setenv(KILN_ENV_SOCKET, sock, 1) < 0 ||
+	    setenv(KILN_ENV_PRELOAD, preload, 1) < 0 || setenv(KILN_ENV_RUNDIR, rundir, 1) < 0)
+		_exit(EXIT_KILN);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	signal(SIGQUIT, SIG_DFL);
+	signal(SIGTTOU, SIG_DFL);
+	execvp(o->command[0], o->command);
+	int e = errno;
+	fprintf(stderr, "kiln trace: cannot run %s: %s\n", o->command[0], strerror(e));
+	_exit(e == ENOENT ? 127 : 126);
+}
+
+static int run_trace(struct opts *op);
 
 int cmd_trace(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "kiln trace: not implemented yet\n");
-	return 2;
+	struct opts o = { 0 };
+	int p = parse_args(argc, argv, &o);
+	int rc = p < 0 ? 2 : p > 0 ? 0 : run_trace(&o);
+	opts_free(&o);
+	return rc;
+}
+
+static int run_trace(struct opts *op)
+{
+	struct opts o = *op;
+	char dbbuf[PATH_MAX], cwd[PATH_MAX], preload[PATH_MAX], rundir[PATH_MAX], sock[PATH_MAX];
+	struct policy policy;
+
+	if (!getcwd(cwd, sizeof cwd)) {
+		fprintf(stderr, "kiln trace: cannot get the current directory: %s\n", strerror(errno));
+		return EXIT_KILN;
+	}
+	if (!o.db)
+		o.db = registry_default_path(dbbuf, sizeof dbbuf);
+	o.json = absolute(o.json, cwd, &op->json_abs);
+	o.log = absolute(o.log, cwd, &op->log_abs);
+	if (find_preload(preload, sizeof preload) < 0 || build_policy(&o, cwd, &policy) < 0)
+		return EXIT_KILN;
+
+	const char *tmp = getenv("TMPDIR");
+	snprintf(rundir, sizeof rundir, "%s/kiln-trace.XXXXXX", tmp && tmp[0] == '/' ? tmp : "/tmp");
+	if (!mkdtemp(rundir)) {
+		fprintf(stderr, "kiln trace: cannot create a run directory %s: %s\n", rundir, strerror(errno));
+		goto fail;
+	}
+	if (snprintf(sock, sizeof sock, "%s/socket", rundir) >= (int)sizeof sock) {
+		fprintf(stderr, "kiln trace: run directory path %s is too long\n", rundir);
+		remove_run_dir(rundir);
+		goto fail;
+	}
+
+	int ready[2], life[2];
+	if (pipe2(ready, O_CLOEXEC) < 0 || pipe2(life, O_CLOEXEC) < 0) {
+		fprintf(stderr, "kiln trace: pipe: %s\n", strerror(errno));
+		remove_run_dir(rundir);
+		goto fail;
+	}
+	fflush(NULL);
+	pid_t server = fork();
+	if (server < 0) {
+		fprintf(stderr, "kiln trace: cannot start the server: %s\n", strerror(errno));
+		remove_run_dir(rundir);
+		goto fail;
+	}
+	if (server == 0) {
+		/* The server ignores the terminal's signals: kiln forwards them to
+		 * the build and ends the server through the lifeline. */
+		signal(SIGINT, SIG_IGN);
+		signal(SIGQUIT, SIG_IGN);
+		signal(SIGHUP, SIG_IGN);
+		signal(SIGPIPE, SIG_IGN); /* a closed stderr must not lose --json/--log */
+		close(ready[0]);
+		close(life[1]);
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			close(null);
+		}
+		struct trace_server_config cfg = {
+			.db = o.db, .deps = o.deps, .ndeps = o.ndeps, .control = o.control,
+			.policy = &policy, .report_only = o.report_only, .json = o.json,
+			.log = o.log, .socket = sock,
+		};
+		int rc = trace_server_main(&cfg, ready[1], life[0]);
+		fflush(NULL);
+		_exit(rc);
+	}
+	close(ready[1]);
+	close(life[0]);
+
+	/* Wait until the server listens (or says why it cannot). */
+	char msg[1200];
+	size_t got = 0;
+	for (ssize_t n; got < sizeof msg - 1 && (n = read(ready[0], msg + got, sizeof msg - 1 - got)) != 0;) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		got += (size_t)n;
+	}
+	msg[got] = '\0';
+	close(ready[0]);
+	if (got == 0 || msg[0] != 'R') {
+		int st = 0;
+		close(life[1]);
+		waitpid(server, &st, 0);
+		if (got > 1)
+			fprintf(stderr, "kiln trace: %s\n", msg + 1);
+		else {
+			char why[128];
+			describe_status(why, sizeof why, st);
+			fprintf(stderr, "kiln trace: the trace server failed to start (%s)\n", why);
+		}
+		remove_run_dir(rundir);
+		goto fail;
+	}
+
+	/* The build runs in its own process group, in the terminal's
+	 * foreground if kiln was; kiln forwards termination signals to it. */
+	bool own_tty = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+	signal(SIGTTOU, SIG_IGN);
+	struct sigaction sa = { .sa_handler = forward_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGQUIT, &sa, NULL);
+	pid_t cmd = fork();
+	if (cmd < 0) {
+		fprintf(stderr, "kiln trace: cannot run %s: %s\n", o.command[0], strerror(errno));
+		close(life[1]);
+		waitpid(server, NULL, 0);
+		remove_run_dir(rundir);
+		goto fail;
+	}
+	if (cmd == 0)
+		exec_command(&o, preload, sock, rundir, own_tty);
+	setpgid(cmd, cmd);
+	build_pgid = cmd;
+	if (own_tty)
+		tcsetpgrp(STDIN_FILENO, cmd);
+
+	int cmd_status = 0, server_status = 0;
+	bool server_died = false;
+	for (;;) {
+		int st;
+		pid_t p = waitpid(-1, &st, 0);
+		if (p < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p == cmd) {
+			cmd_status = st;
+			break;
+		}
+		if (p == server) {
+			/* The server is gone mid-build: its clients fail closed; end
+			 * the build rather than let it run unchecked. */
+			server_died = true;
+			server_status = st;
+			char why[128];
+			describe_status(why, sizeof why, st);
+			fprintf(stderr, "kiln trace: the trace server (pid %ld) died during the build (%s); "
+					"stopping the build\n", (long)server, why);
+			kill(-cmd, SIGKILL);
+		}
+	}
+	if (own_tty)
+		tcsetpgrp(STDIN_FILENO, getpgrp());
+	build_pgid = 0;
+
+	int status = WIFSIGNALED(cmd_status) ? 128 + WTERMSIG(cmd_status) : WEXITSTATUS(cmd_status);
+	if (!server_died) {
+		char note[64];
+		int n = snprintf(note, sizeof note, "status %d\n", status);
+		if (write(life[1], note, (size_t)n) < 0) {
+			/* the server died just now: waitpid tells */
+		}
+		close(life[1]);
+		while (waitpid(server, &server_status, 0) < 0 && errno == EINTR)
+			;
+	} else {
+		close(life[1]);
+	}
+	remove_run_dir(rundir);
+	policy_free(&policy);
+
+	if (server_died)
+		return EXIT_KILN;
+	if (!WIFEXITED(server_status) || WEXITSTATUS(server_status) == TRACE_SERVER_FAILED) {
+		char why[128];
+		describe_status(why, sizeof why, server_status);
+		fprintf(stderr, "kiln trace: the trace server failed at the end (%s); the report is incomplete\n", why);
+		return status ? status : EXIT_KILN;
+	}
+	if (o.strict && WEXITSTATUS(server_status) == TRACE_SERVER_VIOLATIONS && status == 0) {
+		fprintf(stderr, "kiln trace: --strict: the build reached for hidden files or refused writes\n");
+		return 1;
+	}
+	return status;
+fail:
+	policy_free(&policy);
+	return EXIT_KILN;
 }

@@ -1,0 +1,42 @@
+/* kiln's server process: a Unix SOCK_SEQPACKET socket in a private run
+ * directory and one epoll event loop serving every client, one message per
+ * ready connection per turn so no client holds up another. The server checks
+ * each peer (SO_PEERCRED: same uid), runs the handshake, records the peer's
+ * pid and command line, and hands the messages to a service. */
+#ifndef KILN_SERVER_SERVER_H
+#define KILN_SERVER_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ipc/proto.h"
+
+struct kiln_service {
+	void *ctx;
+	uint16_t role; /* the role a HELLO must carry */
+	/* A client passed the handshake: returns its id (>= 0), or -1 to refuse. */
+	int (*hello)(void *ctx, pid_t pid, const char *cmdline, size_t len);
+	/* One message after the handshake. Replies are sent on fd with
+	 * MSG_DONTWAIT. Returns 0 to keep the connection, -1 to close it. */
+	int (*message)(void *ctx, int client, int fd, const struct kiln_msg_hdr *h,
+		       const void *payload, size_t len);
+};
+
+struct kiln_server_stats {
+	unsigned long accepted, refused, closed_malformed;
+};
+
+/* Creates the listening socket at `path` (mode 0600, close-on-exec,
+ * non-blocking). Returns the fd, or -1 with a message in err. */
+int kiln_server_listen(const char *path, char *err, size_t errlen);
+
+/* Serves until `lifeline_fd` reaches end of file (the owner closed its end)
+ * or SIGTERM arrives. Whatever was written on the lifeline before EOF is
+ * returned in `note` (NUL-terminated, truncated to notelen). Returns 0, or -1
+ * with a message in err. */
+int kiln_server_run(int listen_fd, int lifeline_fd, const struct kiln_service *svc,
+		    char *note, size_t notelen, struct kiln_server_stats *stats,
+		    char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,551 @@
+/* The exec family, posix_spawn, system and popen.
+ *
+ * glibc runs execvp, posix_spawn, system and popen on internal exec calls
+ * that no preload library sees, so each entry point is hooked here: the
+ * target (and the interpreter of a #! script, up to the kernel's 4 levels) is
+ * checked with the EXEC access class, a set-uid/set-gid target (which loses
+ * LD_PRELOAD) or a static binary (which ignores it) is reported to the
+ * server, and kiln's environment captured at start-up is put back into the
+ * environment the new program gets, whatever the program did to it
+ * (`env -i`, `env -u LD_PRELOAD`, `LD_PRELOAD=`). */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "trace/kt.h"
+#include "trace/rawsys.h"
+
+extern char **environ;
+
+#define REAL(name, type) ((type)kt_real(&real_##name, #name))
+static void *_Atomic real_execve, *_Atomic real_execveat, *_Atomic real_fexecve,
+	*_Atomic real_posix_spawn, *_Atomic real_system, *_Atomic real_popen;
+
+/* ---- what is about to run ------------------------------------------------ */
+
+/* Inspects an executable opened as fd: reports set-id and static binaries,
+ * and copies a #! interpreter into interp (empty when none). */
+static void inspect(int fd, const char *shown_path, char *interp, size_t cap)
+{
+	interp[0] = '\0';
+	struct stat st;
+	if (kt_sys4(SYS_newfstatat, fd, "", &st, AT_EMPTY_PATH) == 0 && S_ISREG(st.st_mode) &&
+	    (st.st_mode & (S_ISUID | S_ISGID)))
+		kiln_event(KILN_E_SETUID_EXEC, shown_path);
+
+	unsigned char head[256];
+	long n = kt_sys4(SYS_pread64, fd, head, sizeof head - 1, 0);
+	if (n < 4)
+		return;
+	if (head[0] == '#' && head[1] == '!') {
+		head[n] = '\0';
+		const char *p = (const char *)head + 2;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		size_t len = 0;
+		while (p[len] && p[len] != ' ' && p[len] != '\t' && p[len] != '\n')
+			len++;
+		if (len && len < cap) {
+			memcpy(interp, p, len);
+			interp[len] = '\0';
+		}
+		return;
+	}
+	if (n < (long)sizeof(Elf64_Ehdr) || memcmp(head, ELFMAG, SELFMAG) != 0 ||
+	    head[EI_CLASS] != ELFCLASS64)
+		return;
+	Elf64_Ehdr eh;
+	memcpy(&eh, head, sizeof eh);
+	if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > 64)
+		return;
+	Elf64_Phdr ph[64];
+	size_t want = (size_t)eh.e_phnum * sizeof(Elf64_Phdr);
+	if (kt_sys4(SYS_pread64, fd, ph, want, eh.e_phoff) != (long)want)
+		return;
+	for (int i = 0; i < eh.e_phnum; i++)
+		if (ph[i].p_type == PT_INTERP)
+			return;
+	kiln_event(KILN_E_STATIC_EXEC, shown_path);
+}
+
+/* Checks an exec target given as (dirfd, path, atflags), then its #!
+ * interpreters. Returns 0 or the errno the exec must fail with. */
+static int check_exec(int dirfd, const char *path, int atflags)
+{
+	char abs[KT_PATH_BUF];
+	if (!path)
+		return 0;
+	int n;
+	if (!path[0] && (atflags & AT_EMPTY_PATH))
+		n = kt_fd_path(dirfd, abs);
+	else if (!path[0])
+		return 0; /* execve reports ENOENT itself */
+	else
+		n = kt_path_at(dirfd, path, abs);
+	if (n < 0)
+		return -n;
+	unsigned qf = (atflags & AT_SYMLINK_NOFOLLOW) ? KILN_Q_NOFOLLOW : 0;
+	for (int depth = 0; depth < 5; depth++) {
+		int e = kt_verdict_errno(kiln_ask(abs, KILN_A_EXEC, qf), KILN_A_EXEC);
+		if (e)
+			return e;
+		long fd = kt_sys4(SYS_openat, AT_FDCWD, abs, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0);
+		if (fd < 0)
+			return 0; /* unreadable or missing: the kernel decides */
+		char interp[KT_PATH_BUF];
+		inspect((int)fd, abs, interp, sizeof interp);
+		kt_close((int)fd);
+		if (!interp[0])
+			return 0;
+		n = kt_path_at(AT_FDCWD, interp, abs);
+		if (n < 0)
+			return -n;
+		qf = 0;
+	}
+	return 0;
+}
+
+/* ---- kiln's environment, restored ------------------------------------------ */
+
+struct env {
+	char **vec;
+	size_t mapped; /* bytes mmap'd for vec, 0 when on the caller's stack */
+	char preload[KT_PATH_BUF + 32];
+};
+
+#define ENV_STACK 512
+
+static int is_kept(const char *entry, int replacing_preload)
+{
+	size_t n;
+	const char *const *kept = kt_env_all(&n);
+	const char *eq = strchr(entry, '=');
+	size_t nl = eq ? (size_t)(eq - entry) : strlen(entry);
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(kept[i], entry, nl) == 0 && kept[i][nl] == '=')
+			return 1;
+	return replacing_preload && !strncmp(entry, "LD_PRELOAD=", 11);
+}
+
+/* LD_PRELOAD for the new program: kiln's library first, then whatever the
+ * program itself asked to preload (unless that already names kiln's). */
+static const char *preload_entry(char *const envp[], struct env *e)
+{
+	const char *ours = kt_env(KILN_ENV_PRELOAD);
+	const char *captured = kt_env("LD_PRELOAD");
+	if (!ours)
+		ours = captured;
+	if (!ours)
+		return NULL;
+	const char *theirs = NULL;
+	for (size_t i = 0; envp && envp[i]; i++)
+		if (!strncmp(envp[i], "LD_PRELOAD=", 11))
+			theirs = envp[i] + 11;
+	if (theirs && strstr(theirs, ours))
+		return theirs - 11;
+	size_t lo = strlen(ours), lt = theirs ? strlen(theirs) : 0;
+	if (11 + lo + 1 + lt + 1 > sizeof e->preload)
+		lt = 0;
+	memcpy(e->preload, "LD_PRELOAD=", 11);
+	memcpy(e->preload + 11, ours, lo);
+	size_t at = 11 + lo;
+	if (lt) {
+		e->preload[at++] = ':';
+		memcpy(e->preload + at, theirs, lt);
+		at += lt;
+	}
+	e->preload[at] = '\0';
+	return e->preload;
+}
+
+/* Builds the new environment into e->vec (stack[] when it fits). */
+static void env_build(char *const envp[], struct env *e, char **stack)
+{
+	size_t n = 0, nk;
+	const char *const *kept = kt_env_all(&nk);
+	while (envp && envp[n])
+		n++;
+	size_t need = n + nk + 2;
+	e->mapped = 0;
+	e->vec = stack;
+	if (need > ENV_STACK) {
+		size_t bytes = need * sizeof(char *);
+		long p = kt_sys6(SYS_mmap, 0, (long)bytes, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p < 0 && p > -4096) {
+			/* No memory: keep the program's entries that fit. */
+			n = ENV_STACK - nk - 2;
+		} else {
+			e->vec = (char **)p;
+			e->mapped = bytes;
+		}
+	}
+	const char *pl = preload_entry(envp, e);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!is_kept(envp[i], pl != NULL))
+			e->vec[k++] = envp[i];
+	for (size_t i = 0; i < nk; i++)
+		if (strncmp(kept[i], "LD_PRELOAD=", 11))
+			e->vec[k++] = (char *)kept[i];
+	if (pl)
+		e->vec[k++] = (char *)pl;
+	e->vec[k] = NULL;
+}
+
+static void env_free(struct env *e)
+{
+	if (e->mapped)
+		kt_sys2(SYS_munmap, e->vec, e->mapped);
+}
+
+/* ---- exec ----------------------------------------------------------------- */
+
+static int do_execve(const char *path, char *const argv[], char *const envp[])
+{
+	typedef int (*fn)(const char *, char *const[], char *const[]);
+	fn real = REAL(execve, fn);
+	kt_enter();
+	int e = check_exec(AT_FDCWD, path, 0);
+	if (e) {
+		kt_leave();
+		errno = e;
+		return -1;
+	}
+	char *stack[ENV_STACK];
+	struct env env;
+	env_build(envp, &env, stack);
+	real(path, argv, env.vec);
+	e = errno;
+	env_free(&env);
+	kt_leave();
+	errno = e;
+	return -1;
+}
+
+KT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	return do_execve(path, argv, envp);
+}
+
+KT_EXPORT int execv(const char *path, char *const argv[])
+{
+	return do_execve(path, argv, environ);
+}
+
+/* execvpe as glibc does it, but every attempt goes through the checked
+ * execve: a hidden candidate is skipped like a missing one. */
+static int do_execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	if (!file || !*file) {
+		errno = ENOENT;
+		return -1;
+	}
+	if (strchr(file, '/')) {
+		do_execve(file, argv, envp);
+		if (errno == ENOEXEC)
+			goto script_abs;
+		return -1;
+	}
+	const char *pathvar = getenv("PATH");
+	if (!pathvar)
+		pathvar = "/bin:/usr/bin";
+	size_t flen = strlen(file);
+	int got_eacces = 0;
+	char buf[KT_PATH_BUF];
+	for (const char *p = pathvar;; p++) {
+		const char *start = p;
+		while (*p && *p != ':')
+			p++;
+		size_t dl = (size_t)(p - start);
+		if (dl + 1 + flen < sizeof buf) {
+			if (dl) {
+				memcpy(buf, start, dl);
+				buf[dl++] = '/';
+			}
+			memcpy(buf + dl, file, flen + 1);
+			do_execve(buf, argv, envp);
+			if (errno == ENOEXEC) {
+				size_t argc = 0;
+				while (argv[argc])
+					argc++;
+				char *nargv[argc + 2];
+				nargv[0] = (char *)"/bin/sh";
+				nargv[1] = buf;
+				for (size_t i = 1; i <= argc; i++)
+					nargv[i + 1] = argv[i];
+				if (argc == 0)
+					nargv[2] = NULL;
+				do_execve("/bin/sh", nargv, envp);
+				return -1;
+			}
+			if (errno == EACCES)
+				got_eacces = 1;
+			else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE &&
+				 errno != ENODEV && errno != ETIMEDOUT)
+				return -1;
+		}
+		if (!*p)
+			break;
+	}
+	errno = got_eacces ? EACCES : ENOENT;
+	return -1;
+script_abs:;
+	size_t argc = 0;
+	while (argv[argc])
+		argc++;
+	char *nargv[argc + 2];
+	nargv[0] = (char *)"/bin/sh";
+	nargv[1] = (char *)file;
+	for (size_t i = 1; i <= argc; i++)
+		nargv[i + 1] = argv[i];
+	if (argc == 0)
+		nargv[2] = NULL;
+	do_execve("/bin/sh", nargv, envp);
+	return -1;
+}
+
+KT_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	return do_execvpe(file, argv, envp);
+}
+
+KT_EXPORT int execvp(const char *file, char *const argv[])
+{
+	return do_execvpe(file, argv, environ);
+}
+
+static size_t count_va(const char *arg0, va_list ap)
+{
+	size_t n = 1;
+	if (!arg0)
+		return 0;
+	while (va_arg(ap, char *))
+		n++;
+	return n;
+}
+
+#define COLLECT_ARGS(last_fixed, arg0, argv, after)                          \
+	va_list ap;                                                          \
+	va_start(ap, last_fixed);                                            \
+	size_t argc_ = count_va(arg0, ap);                                   \
+	va_end(ap);                                                          \
+	char *argv[argc_ + 1];                                               \
+	va_start(ap, last_fixed);                                            \
+	argv[0] = (char *)arg0;                                              \
+	for (size_t i_ = 1; i_ <= argc_; i_++)                               \
+		argv[i_] = va_arg(ap, char *);                               \
+	if (argc_ == 0)                                                      \
+		argv[0] = NULL;                                              \
+	after;                                                               \
+	va_end(ap)
+
+KT_EXPORT int execl(const char *path, const char *arg, ...)
+{
+	COLLECT_ARGS(arg, arg, argv, (void)0);
+	return do_execve(path, argv, environ);
+}
+
+KT_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	COLLECT_ARGS(arg, arg, argv, (void)0);
+	return do_execvpe(file, argv, environ);
+}
+
+KT_EXPORT int execle(const char *path, const char *arg, ...)
+{
+	char *const *envp;
+	COLLECT_ARGS(arg, arg, argv, envp = argc_ ? va_arg(ap, char *const *) : NULL);
+	if (argc_ == 0) { /* the NULL arg0 was consumed: envp follows it */
+		va_start(ap, arg);
+		envp = va_arg(ap, char *const *);
+		va_end(ap);
+	}
+	return do_execve(path, argv, envp);
+}
+
+KT_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+		       int flags)
+{
+	typedef int (*fn)(int, const char *, char *const[], char *const[], int);
+	fn real = REAL(execveat, fn);
+	if (!real) {
+		errno = ENOSYS;
+		return -1;
+	}
+	kt_enter();
+	int e = check_exec(dirfd, path, flags);
+	if (e) {
+		kt_leave();
+		errno = e;
+		return -1;
+	}
+	char *stack[ENV_STACK];
+	struct env env;
+	env_build(envp, &env, stack);
+	real(dirfd, path, argv, env.vec, flags);
+	e = errno;
+	env_free(&env);
+	kt_leave();
+	errno = e;
+	return -1;
+}
+
+KT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	typedef int (*fn)(int, char *const[], char *const[]);
+	fn real = REAL(fexecve, fn);
+	kt_enter();
+	int e = check_exec(fd, "", AT_EMPTY_PATH);
+	if (e) {
+		kt_leave();
+		errno = e;
+		return -1;
+	}
+	char *stack[ENV_STACK];
+	struct env env;
+	env_build(envp, &env, stack);
+	real(fd, argv, env.vec);
+	e = errno;
+	env_free(&env);
+	kt_leave();
+	errno = e;
+	return -1;
+}
+
+/* ---- posix_spawn ---------------------------------------------------------- */
+
+typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			const posix_spawnattr_t *, char *const[], char *const[]);
+
+static int spawn_checked(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+			 const posix_spawnattr_t *at, char *const argv[], char *const envp[])
+{
+	int e = check_exec(AT_FDCWD, path, 0);
+	if (e)
+		return e;
+	char *stack[ENV_STACK];
+	struct env env;
+	env_build(envp, &env, stack);
+	e = REAL(posix_spawn, spawn_fn)(pid, path, fa, at, argv, env.vec);
+	env_free(&env);
+	return e;
+}
+
+KT_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+			  const posix_spawnattr_t *at, char *const argv[], char *const envp[])
+{
+	kt_enter();
+	int e = spawn_checked(pid, path, fa, at, argv, envp);
+	kt_leave();
+	return e;
+}
+
+/* posix_spawnp: the PATH search is done here so that the candidate that runs
+ * is the one checked; hidden candidates are skipped like missing ones. */
+KT_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+			   const posix_spawnattr_t *at, char *const argv[], char *const envp[])
+{
+	if (!*file)
+		return ENOENT;
+	kt_enter();
+	int result = ENOENT;
+	if (strchr(file, '/')) {
+		result = spawn_checked(pid, file, fa, at, argv, envp);
+		goto out;
+	}
+	const char *pathvar = getenv("PATH");
+	if (!pathvar)
+		pathvar = "/bin:/usr/bin";
+	size_t flen = strlen(file);
+	char buf[KT_PATH_BUF];
+	for (const char *p = pathvar;; p++) {
+		const char *start = p;
+		while (*p && *p != ':')
+			p++;
+		size_t dl = (size_t)(p - start);
+		if (dl + 1 + flen < sizeof buf) {
+			if (dl) {
+				memcpy(buf, start, dl);
+				buf[dl++] = '/';
+			}
+			memcpy(buf + dl, file, flen + 1);
+			int e = kt_check(AT_FDCWD, buf, KILN_A_EXEC, 0, 0);
+			if (e == EACCES || e == EIO) {
+				result = e;
+				if (e == EIO)
+					goto out;
+			} else if (!e && kt_sys4(SYS_faccessat, AT_FDCWD, buf, X_OK, 0) == 0) {
+				result = spawn_checked(pid, buf, fa, at, argv, envp);
+				goto out;
+			}
+		}
+		if (!*p)
+			break;
+	}
+out:
+	kt_leave();
+	return result;
+}
+
+/* ---- system and popen: glibc spawns /bin/sh with the current environ ------- */
+
+KT_EXPORT int system(const char *cmd)
+{
+	typedef int (*fn)(const char *);
+	fn real = REAL(system, fn);
+	if (!cmd)
+		return real(cmd);
+	kt_enter();
+	int e = check_exec(AT_FDCWD, "/bin/sh", 0);
+	if (e) {
+		kt_leave();
+		errno = e;
+		return -1;
+	}
+	char *stack[ENV_STACK];
+	struct env env;
+	env_build(environ, &env, stack);
+	char **saved = environ;
+	environ = env.vec;
+	int r = real(cmd);
+	environ = saved;
+	e = errno;
+	env_free(&env);
+	kt_leave();
+	errno = e;
+	return r;
+}
+
+KT_EXPORT FILE *popen(const char *cmd, const char *mode)
+{
+	typedef FILE *(*fn)(const char *, const char *);
+	fn real = REAL(popen, fn);
+	kt_enter();
+	int e = check_exec(AT_FDCWD, "/bin/sh", 0);
+	if (e) {
+		kt_leave();
+		errno = e;
+		return NULL;
+	}
+	char *stack[ENV_STACK];
+	struct env env;
+	env_build(environ, &env, stack);
+	char **saved = environ;
+	environ = env.vec;
+	FILE *r = real(cmd, mode);
+	environ = saved;
+	e = errno;
+	env_free(&env);
+	kt_leave();
+	errno = e;
+	return r;
+}

@@ -1,0 +1,133 @@
+/* kiln's own fds (its connections to the server, above 100, close-on-exec)
+ * survive programs that close or reuse every descriptor: close, close_range,
+ * closefrom, dup2 and dup3 leave them alone. To the program they look like
+ * descriptors that are not open (EBADF). Also fork and vfork (run as fork),
+ * whose child forgets the parent's connections. */
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "trace/kt.h"
+#include "trace/rawsys.h"
+
+#define REAL(name, type) ((type)kt_real(&real_##name, #name))
+
+static void *_Atomic real_close, *_Atomic real_dup2, *_Atomic real_dup3, *_Atomic real_dup,
+	*_Atomic real_fork;
+
+int close_range(unsigned first, unsigned last, int flags);
+void closefrom(int lowfd);
+
+KT_EXPORT int close(int fd)
+{
+	if (kt_is_kiln_fd(fd)) {
+		errno = EBADF;
+		return -1;
+	}
+	return REAL(close, int (*)(int))(fd);
+}
+
+/* close_range on the pieces of [first, last] that hold none of kiln's fds. */
+int kt_close_range_around(unsigned first, unsigned last, int flags)
+{
+	int fds[KT_MAX_KILN_FDS];
+	int n = kt_kiln_fds(fds);
+	for (int i = 0; i <= n && first <= last; i++) {
+		unsigned stop = last;
+		if (i < n) {
+			unsigned k = (unsigned)fds[i];
+			if (k < first || k > last)
+				continue;
+			if (k == first) {
+				if (k == ~0u)
+					break;
+				first = k + 1;
+				continue;
+			}
+			stop = k - 1;
+		}
+		long r = kt_sys3(SYS_close_range, first, stop, flags);
+		if (r < 0) {
+			errno = (int)-r;
+			return -1;
+		}
+		if (i == n || stop == last)
+			break;
+		first = stop + 2; /* past the kiln fd */
+	}
+	return 0;
+}
+
+KT_EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+	if (first > last) {
+		errno = EINVAL;
+		return -1;
+	}
+	return kt_close_range_around(first, last, flags);
+}
+
+KT_EXPORT void closefrom(int lowfd)
+{
+	if (lowfd < 0)
+		lowfd = 0;
+	kt_close_range_around((unsigned)lowfd, ~0u, 0);
+}
+
+int kt_dup_target_ok(int oldfd, int newfd)
+{
+	if (kt_is_kiln_fd(oldfd))
+		return EBADF;
+	if (kt_is_kiln_fd(newfd))
+		return kt_release_fd_number(newfd);
+	return 0;
+}
+
+KT_EXPORT int dup(int oldfd)
+{
+	if (kt_is_kiln_fd(oldfd)) {
+		errno = EBADF;
+		return -1;
+	}
+	return REAL(dup, int (*)(int))(oldfd);
+}
+
+KT_EXPORT int dup2(int oldfd, int newfd)
+{
+	int e = kt_dup_target_ok(oldfd, newfd);
+	if (e) {
+		errno = e;
+		return -1;
+	}
+	return REAL(dup2, int (*)(int, int))(oldfd, newfd);
+}
+
+KT_EXPORT int dup3(int oldfd, int newfd, int flags)
+{
+	int e = kt_dup_target_ok(oldfd, newfd);
+	if (e) {
+		errno = e;
+		return -1;
+	}
+	return REAL(dup3, int (*)(int, int, int))(oldfd, newfd, flags);
+}
+
+static pid_t do_fork(void)
+{
+	pid_t pid = REAL(fork, pid_t (*)(void))();
+	if (pid == 0)
+		kt_client_after_fork();
+	return pid;
+}
+
+KT_EXPORT pid_t fork(void)
+{
+	return do_fork();
+}
+
+/* A vfork child shares the parent's memory until it execs; kiln's hooks in
+ * that child (the exec itself) would write the parent's state. Run as fork. */
+KT_EXPORT pid_t vfork(void)
+{
+	return do_fork();
+}

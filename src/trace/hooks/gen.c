@@ -1,0 +1,117 @@
+/* The wrappers generated from the hook table (hooks.def): each resolves its
+ * real function on first use, checks its path arguments, and either fails
+ * the way the table says or calls through. No locks, no malloc, no stdio. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+#include <utime.h>
+
+#include "trace/kt.h"
+
+/* Declared by glibc only under _FORTIFY_SOURCE, or no longer declared (the
+ * __xstat-era names stay exported for binaries built against old glibc). */
+int __open_2(const char *path, int flags);
+int __open64_2(const char *path, int flags);
+int __openat_2(int dirfd, const char *path, int flags);
+int __openat64_2(int dirfd, const char *path, int flags);
+int __xstat(int v, const char *path, struct stat *b);
+int __xstat64(int v, const char *path, struct stat64 *b);
+int __lxstat(int v, const char *path, struct stat *b);
+int __lxstat64(int v, const char *path, struct stat64 *b);
+int __fxstatat(int v, int dirfd, const char *path, struct stat *b, int fl);
+int __fxstatat64(int v, int dirfd, const char *path, struct stat64 *b, int fl);
+int __xmknod(int v, const char *path, mode_t m, dev_t *d);
+int __xmknodat(int v, int dirfd, const char *path, mode_t m, dev_t *d);
+ssize_t __readlink_chk(const char *path, char *buf, size_t n, size_t bl);
+ssize_t __readlinkat_chk(int dirfd, const char *path, char *buf, size_t n, size_t bl);
+
+/* Vocabulary of the table. */
+#define STAT   KILN_A_STAT
+#define READ   KILN_A_READ
+#define WRITE  KILN_A_WRITE
+#define EXEC   KILN_A_EXEC
+#define LIST   KILN_A_LIST
+#define CREATE KILN_A_CREATE
+#define DELETE KILN_A_DELETE
+#define NOFOL  KILN_Q_NOFOLLOW
+#define P(dirfd, path, acc, qf)        kt_check((dirfd), (path), (acc), (qf), 0)
+#define PAT(dirfd, path, acc, qf, atf) kt_check((dirfd), (path), (acc), (qf), (atf))
+
+static inline unsigned kt_access_class(int mode)
+{
+	return KILN_A_STAT | ((mode & W_OK) ? KILN_A_WRITE : 0);
+}
+
+static inline unsigned kt_rename_to_class(unsigned flags)
+{
+	/* RENAME_EXCHANGE (2) also moves the target away. */
+	return KILN_A_CREATE | ((flags & 2u) ? KILN_A_DELETE : 0);
+}
+
+#define KT_HOOK(ret, name, params, args, denial, check)                        \
+	static void *_Atomic kt_real_##name;                                   \
+	KT_EXPORT ret name params                                              \
+	{                                                                      \
+		typedef ret(*kt_fn) params;                                    \
+		kt_fn real = (kt_fn)kt_real(&kt_real_##name, #name);           \
+		if (!real) {                                                   \
+			errno = ENOSYS;                                        \
+			return denial;                                         \
+		}                                                              \
+		if (kt_guard)                                                  \
+			return real args;                                      \
+		kt_enter();                                                    \
+		int kt_err = (check);                                          \
+		if (kt_err) {                                                  \
+			kt_leave();                                            \
+			errno = kt_err;                                        \
+			return denial;                                         \
+		}                                                              \
+		ret kt_ret = real args;                                        \
+		kt_leave();                                                    \
+		return kt_ret;                                                 \
+	}
+
+#define KT_HOOK_OPEN(name, params, args, dirfd, path, flags)                   \
+	static void *_Atomic kt_real_##name;                                   \
+	KT_EXPORT int name params                                              \
+	{                                                                      \
+		mode_t mode = 0;                                               \
+		if (__OPEN_NEEDS_MODE(flags)) {                                \
+			va_list ap;                                            \
+			va_start(ap, flags);                                   \
+			mode = va_arg(ap, mode_t);                             \
+			va_end(ap);                                            \
+		}                                                              \
+		typedef int (*kt_fn) params;                                   \
+		kt_fn real = (kt_fn)kt_real(&kt_real_##name, #name);           \
+		if (!real) {                                                   \
+			errno = ENOSYS;                                        \
+			return -1;                                             \
+		}                                                              \
+		if (kt_guard)                                                  \
+			return real args;                                      \
+		kt_enter();                                                    \
+		int kt_err = P(dirfd, path, kt_open_access(flags),             \
+			       kt_open_qflags(flags));                         \
+		if (kt_err) {                                                  \
+			kt_leave();                                            \
+			errno = kt_err;                                        \
+			return -1;                                             \
+		}                                                              \
+		int kt_ret = real args;                                        \
+		kt_leave();                                                    \
+		return kt_ret;                                                 \
+	}
+
+#include "trace/hooks/hooks.def"

@@ -1,0 +1,169 @@
+/* dlopen (the loader opens libraries with internal calls) and the syscall()
+ * entry point for the file system calls programs make through it. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <linux/openat2.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "trace/kt.h"
+#include "trace/rawsys.h"
+
+#define REAL(name, type) ((type)kt_real(&real_##name, #name))
+static void *_Atomic real_dlopen, *_Atomic real_dlerror, *_Atomic real_syscall;
+
+/* ---- dlopen --------------------------------------------------------------- */
+
+/* dlerror() text for a library kiln refused, per thread (kept small: static
+ * TLS is paid for by every thread of every traced process). */
+static KT_TLS char dl_msg[512];
+static KT_TLS int dl_msg_set;
+
+static void *dl_refuse(const char *file, int err)
+{
+	const char *why = err == ENOENT ? ": cannot open shared object file: No such file or directory"
+		: err == EACCES         ? ": cannot open shared object file: Permission denied"
+					: ": cannot open shared object file: Input/output error";
+	size_t wl = strlen(why), fl = strlen(file);
+	if (fl > sizeof dl_msg - wl - 1)
+		file += fl - (sizeof dl_msg - wl - 1), fl = sizeof dl_msg - wl - 1;
+	memcpy(dl_msg, file, fl);
+	memcpy(dl_msg + fl, why, wl + 1);
+	dl_msg_set = 1;
+	return NULL;
+}
+
+KT_EXPORT void *dlopen(const char *file, int flags)
+{
+	typedef void *(*fn)(const char *, int);
+	fn real = REAL(dlopen, fn);
+	if (!file || kt_guard)
+		return real(file, flags);
+	kt_enter();
+	if (strchr(file, '/')) {
+		int e = kt_check(AT_FDCWD, file, KILN_A_READ, 0, 0);
+		void *h = e ? dl_refuse(file, e) : real(file, flags);
+		kt_leave();
+		return h;
+	}
+	/* A bare name is searched by the loader (LD_LIBRARY_PATH, ld.so.cache,
+	 * default directories): check the file it found. Its constructors have
+	 * run by then; the program still sees the library as absent. */
+	void *h = real(file, flags);
+	if (h) {
+		struct link_map *lm = NULL;
+		if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && lm->l_name[0] == '/') {
+			int e = kt_check(AT_FDCWD, lm->l_name, KILN_A_READ, 0, 0);
+			if (e) {
+				dlclose(h);
+				kt_leave();
+				return dl_refuse(file, e);
+			}
+		}
+	}
+	kt_leave();
+	return h;
+}
+
+KT_EXPORT char *dlerror(void)
+{
+	if (dl_msg_set) {
+		dl_msg_set = 0;
+		return dl_msg;
+	}
+	return REAL(dlerror, char *(*)(void))();
+}
+
+/* ---- syscall() -------------------------------------------------------------- */
+
+ssize_t getdents64(int fd, void *buf, size_t count);
+
+static long sys_result(long r)
+{
+	if (r < 0 && r > -4096) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+KT_EXPORT long syscall(long nr, ...)
+{
+	va_list ap;
+	va_start(ap, nr);
+	long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
+	long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
+	va_end(ap);
+	int err = -1;
+	switch (nr) {
+	case SYS_open:
+		kt_enter();
+		err = kt_check(AT_FDCWD, (const char *)a, kt_open_access((int)b), kt_open_qflags((int)b), 0);
+		break;
+	case SYS_openat:
+		kt_enter();
+		err = kt_check((int)a, (const char *)b, kt_open_access((int)c), kt_open_qflags((int)c), 0);
+		break;
+	case SYS_openat2: {
+		kt_enter();
+		const struct open_how *how = (const struct open_how *)c;
+		int fl = how ? (int)how->flags : 0;
+		err = kt_check((int)a, (const char *)b, kt_open_access(fl), kt_open_qflags(fl), 0);
+		break;
+	}
+	case SYS_statx:
+		kt_enter();
+		err = kt_check((int)a, (const char *)b, KILN_A_STAT, 0, (int)c);
+		break;
+	case SYS_faccessat2:
+		kt_enter();
+		err = kt_check((int)a, (const char *)b,
+			       KILN_A_STAT | ((c & W_OK) ? KILN_A_WRITE : 0), 0, (int)d);
+		break;
+	case SYS_renameat2:
+		kt_enter();
+		err = kt_check((int)a, (const char *)b, KILN_A_DELETE, KILN_Q_NOFOLLOW, 0);
+		if (!err)
+			err = kt_check((int)c, (const char *)d,
+				       KILN_A_CREATE | ((e & 2) ? KILN_A_DELETE : 0), KILN_Q_NOFOLLOW, 0);
+		break;
+	case SYS_getdents64:
+		return getdents64((int)a, (void *)b, (size_t)c);
+	/* kiln's own fds, as in hooks/fd.c */
+	case SYS_close:
+		if (kt_is_kiln_fd((int)a)) {
+			errno = EBADF;
+			return -1;
+		}
+		return sys_result(kt_sys1(SYS_close, a));
+	case SYS_close_range:
+		if ((unsigned)a > (unsigned)b) {
+			errno = EINVAL;
+			return -1;
+		}
+		return kt_close_range_around((unsigned)a, (unsigned)b, (int)c);
+	case SYS_dup2:
+	case SYS_dup3: {
+		int de = kt_dup_target_ok((int)a, (int)b);
+		if (de) {
+			errno = de;
+			return -1;
+		}
+		return sys_result(kt_sys6(nr, a, b, c, d, e, f));
+	}
+	default:
+		return REAL(syscall, long (*)(long, ...))(nr, a, b, c, d, e, f);
+	}
+	if (err) {
+		kt_leave();
+		errno = err;
+		return -1;
+	}
+	long r = sys_result(kt_sys6(nr, a, b, c, d, e, f));
+	kt_leave();
+	return r;
+}

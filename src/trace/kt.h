@@ -1,0 +1,119 @@
+/* Internals of the preload library shared by its files (never exported).
+ *
+ * Everything here runs on the hook path: no locks, no malloc, no stdio; the
+ * only system calls are the raw ones of rawsys.h. Functions return 0 or a
+ * positive errno value rather than touching errno, so a hook sets errno once,
+ * at the very end, and a failed check never disturbs the caller's errno.
+ */
+#ifndef KILN_TRACE_KT_H
+#define KILN_TRACE_KT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "ipc/proto.h"
+#include "trace/verdict.h"
+
+#pragma GCC visibility push(hidden)
+
+/* ---- state.c: process state, captured environment, entry marks --------- */
+
+/* Idempotent; done by the constructor, or by the first hook that runs before
+ * it (another library's constructor may call open() first). */
+void kt_init(void);
+
+/* Value captured at start-up for one of kiln's variables (LD_PRELOAD,
+ * KILN_*), or NULL. Those values are restored into every exec environment. */
+const char *kt_env(const char *name);
+
+/* Captured "NAME=value" strings, `*n` of them. */
+const char *const *kt_env_all(size_t *n);
+
+/* The re-entrancy guard: set while the library resolves a real symbol with
+ * dlsym (the only place where it calls code that may call a hooked function:
+ * the loader, or an allocator initialising itself). A hook entered while it
+ * is set calls the real function without a check. */
+extern __thread int kt_guard __attribute__((tls_model("initial-exec")));
+
+/* Coverage marks (tests): each hook brackets its work with close() of an
+ * invalid fd so `strace -f` can tell hooked from unhooked file syscalls.
+ * Enabled by KILN_TRACE_MARKS=1; otherwise one predictable branch. */
+extern int kt_marks;
+#define KT_MARK_START (-4200) /* the constructor ran */
+#define KT_MARK_ENTER (-4201)
+#define KT_MARK_EXIT  (-4202)
+void kt_mark(int which);
+static inline void kt_enter(void) { if (__builtin_expect(kt_marks, 0)) kt_mark(KT_MARK_ENTER); }
+static inline void kt_leave(void) { if (__builtin_expect(kt_marks, 0)) kt_mark(KT_MARK_EXIT); }
+
+/* Real symbol, resolved on first use and cached in *slot (NULL if libc lacks
+ * it: the hook then fails with ENOSYS). */
+void *kt_real(void *_Atomic *slot, const char *name);
+
+/* ---- path.c: absolute, lexically clean paths without resolving symlinks - */
+
+#define KT_PATH_BUF (KILN_PATH_MAX + 1)
+
+/* Joins `base` (absolute; ignored when `rel` is absolute) and `rel` into
+ * `out` (KT_PATH_BUF bytes), removing empty and "." components and a
+ * trailing slash but keeping "..". Returns the length or -ENAMETOOLONG. */
+int kt_path_join(const char *base, const char *rel, char *out);
+
+/* Absolute clean form of `path` relative to `dirfd` (AT_FDCWD: the current
+ * directory, read with a raw getcwd; else the fd's path from /proc/self/fd).
+ * Returns the length or a negative errno. */
+int kt_path_at(int dirfd, const char *path, char *out);
+
+/* Path of an open fd (readlink of /proc/self/fd/N). Length or -errno. */
+int kt_fd_path(int fd, char *out);
+
+/* ---- check.c: one checked path --------------------------------------- */
+
+/* Asks for `path` (relative to dirfd) with an access class. atflags may hold
+ * AT_SYMLINK_NOFOLLOW (adds KILN_Q_NOFOLLOW) and AT_EMPTY_PATH (an empty path
+ * then means the fd itself, which was checked when it was opened). Returns 0
+ * (go ahead) or the errno the hooked call must fail with: ENOENT for a
+ * hidden path (EACCES when the call would create it), EACCES for a refusal,
+ * EIO when no verdict could be had. A NULL or empty path is left to the real
+ * call, which reports EFAULT/ENOENT itself. */
+int kt_check(int dirfd, const char *path, unsigned access, unsigned qflags, int atflags);
+
+/* errno for a verdict on a call of the given access class. */
+int kt_verdict_errno(int verdict, unsigned access);
+
+/* Access class and query flags of an open(2) flag word. */
+unsigned kt_open_access(int flags);
+unsigned kt_open_qflags(int flags);
+/* ... and of an fopen(3) mode string. */
+unsigned kt_fopen_access(const char *mode);
+unsigned kt_fopen_qflags(const char *mode);
+
+/* ---- client.c: the connection pool ------------------------------------ */
+
+/* True if fd is one of kiln's own (a pooled connection to the server). */
+int kt_is_kiln_fd(int fd);
+
+/* kiln's fds in ascending order; returns how many (<= KT_MAX_KILN_FDS). */
+#define KT_MAX_KILN_FDS 8
+int kt_kiln_fds(int *out);
+
+/* Moves kiln's fd away from `fd` (dup2/dup3 are about to reuse its number).
+ * Returns 0, or EBUSY when that connection is in use right now. */
+int kt_release_fd_number(int fd);
+
+/* hooks/fd.c: close_range sparing kiln's fds (0 or -1 with errno), and
+ * whether dup2/dup3(oldfd, newfd) may go ahead (0 or an errno). */
+int kt_close_range_around(unsigned first, unsigned last, int flags);
+int kt_dup_target_ok(int oldfd, int newfd);
+
+/* In the child of a fork: forget the parent's connections. */
+void kt_client_after_fork(void);
+
+#pragma GCC visibility pop
+
+#define KT_EXPORT __attribute__((visibility("default")))
+/* Thread-locals of a library that is always loaded at start-up: static TLS,
+ * no __tls_get_addr (which may allocate) on the hook path. */
+#define KT_TLS __thread __attribute__((tls_model("initial-exec")))
+
+#endif

@@ -1,0 +1,99 @@
+/* Absolute, lexically clean paths, computed without resolving symlinks (only
+ * the server resolves: it checks every symlink it traverses). Raw system
+ * calls only: getcwd and readlink of /proc/self/fd/N. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+
+#include "trace/kt.h"
+#include "trace/rawsys.h"
+
+/* Appends the components of `s` to out[0..len), returns the new length or
+ * -ENAMETOOLONG. out always starts with "/". */
+static int append_components(char *out, int len, const char *s)
+{
+	while (*s) {
+		while (*s == '/')
+			s++;
+		const char *c = s;
+		while (*s && *s != '/')
+			s++;
+		size_t n = (size_t)(s - c);
+		if (n == 0 || (n == 1 && c[0] == '.'))
+			continue;
+		int need = (len > 1 ? 1 : 0) + (int)n;
+		if (len + need > (int)KILN_PATH_MAX)
+			return -ENAMETOOLONG;
+		if (len > 1)
+			out[len++] = '/';
+		memcpy(out + len, c, n);
+		len += (int)n;
+	}
+	return len;
+}
+
+int kt_path_join(const char *base, const char *rel, char *out)
+{
+	int len = 1;
+	out[0] = '/';
+	if (rel[0] != '/') {
+		len = append_components(out, len, base);
+		if (len < 0)
+			return len;
+	}
+	len = append_components(out, len, rel);
+	if (len < 0)
+		return len;
+	out[len] = '\0';
+	return len;
+}
+
+int kt_fd_path(int fd, char *out)
+{
+	char link[32] = "/proc/self/fd/";
+	char digits[12];
+	int nd = 0;
+	unsigned v = (unsigned)fd;
+	if (fd < 0)
+		return -EBADF;
+	do {
+		digits[nd++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	size_t p = strlen(link);
+	while (nd)
+		link[p++] = digits[--nd];
+	link[p] = '\0';
+	long n = kt_sys4(SYS_readlinkat, AT_FDCWD, link, out, KT_PATH_BUF - 1);
+	if (n < 0) {
+		/* An fd that is not open is the caller's EBADF, not ours. */
+		if (kt_sys2(SYS_fcntl, fd, F_GETFD) < 0)
+			return -EBADF;
+		return (int)n;
+	}
+	if (n >= (long)KT_PATH_BUF - 1)
+		return -ENAMETOOLONG;
+	out[n] = '\0';
+	if (out[0] != '/') /* socket:[..], pipe:[..], anon_inode:... */
+		return -ENOTDIR;
+	return (int)n;
+}
+
+int kt_path_at(int dirfd, const char *path, char *out)
+{
+	char base[KT_PATH_BUF];
+	if (path[0] == '/')
+		return kt_path_join("/", path, out);
+	if (dirfd == AT_FDCWD) {
+		long n = kt_sys2(SYS_getcwd, base, sizeof base);
+		if (n < 0)
+			return (int)n;
+		if (base[0] != '/') /* "(unreachable)/...": outside our root */
+			return -ENOENT;
+	} else {
+		int n = kt_fd_path(dirfd, base);
+		if (n < 0)
+			return n;
+	}
+	return kt_path_join(base, path, out);
+}

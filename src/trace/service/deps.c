@@ -1,0 +1,109 @@
+#include "trace/service/deps.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool known(struct kiln_registry *reg, const char *name)
+{
+	struct registry_pkgset tmp = { 0 };
+	char err[256];
+	int rc = registry_closure(reg, &name, 1, false, &tmp, err, sizeof err);
+	registry_pkgset_free(&tmp);
+	return rc == 0;
+}
+
+int trace_deps_closure(struct kiln_registry *reg, const char *const *names, size_t n,
+		       const struct dep_list *control, FILE *warn,
+		       struct registry_pkgset *out, char *err, size_t errlen)
+{
+	const char **declared;
+	size_t nd;
+	int rc = trace_deps_closure_named(reg, names, n, control, warn, out, &declared, &nd,
+					  err, errlen);
+	free(declared);
+	return rc;
+}
+
+int trace_deps_closure_named(struct kiln_registry *reg, const char *const *names, size_t n,
+			     const struct dep_list *control, FILE *warn,
+			     struct registry_pkgset *out, const char ***declared,
+			     size_t *ndeclared, char *err, size_t errlen)
+{
+	*declared = NULL;
+	*ndeclared = 0;
+	size_t total = n + (control ? control->n + 1 : 0);
+	const char **all = calloc(total + 1, sizeof *all);
+	if (!all) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		all[k++] = names[i];
+	for (size_t g = 0; control && g < control->n; g++) {
+		const struct dep_group *grp = &control->groups[g];
+		size_t a = 0;
+		while (a < grp->n && !known(reg, grp->alts[a]))
+			a++;
+		if (a < grp->n) {
+			all[k++] = grp->alts[a];
+			continue;
+		}
+		if (warn) {
+			fprintf(warn, "kiln trace: Build-Depends: ");
+			for (size_t j = 0; j < grp->n; j++)
+				fprintf(warn, "%s%s", j ? " | " : "", grp->alts[j]);
+			fprintf(warn, " is not installed (not in the registry); ignored\n");
+		}
+	}
+	if (control) {
+		if (known(reg, "build-essential"))
+			all[k++] = "build-essential";
+		else if (warn)
+			fprintf(warn, "kiln trace: build-essential (implied by Debian policy for "
+				      "Build-Depends) is not installed; ignored\n");
+	}
+	int rc = registry_closure(reg, all, k, true, out, err, errlen);
+	*declared = all;
+	*ndeclared = k;
+	return rc;
+}
+
+static int owner(void *ctx, const char *path, char *pkg, size_t pkglen)
+{
+	struct registry_oracle *ro = ctx;
+	int64_t ids[32], *v = ids;
+	int n = registry_owners(ro->reg, path, ids, 32);
+	if (n < 0)
+		return -1;
+	if (n == 0)
+		return registry_in_managed_tree(ro->reg, path) ? SBX_OWNER_NONE : SBX_OWNER_UNMANAGED;
+	if (n > 32) {
+		v = malloc((size_t)n * sizeof *v);
+		if (!v)
+			return -1;
+		int m = registry_owners(ro->reg, path, v, (size_t)n);
+		if (m < 0 || m > n) {
+			free(v);
+			return -1;
+		}
+		n = m;
+	}
+	int rc = SBX_OWNER_FOREIGN;
+	for (int i = 0; i < n; i++)
+		if (registry_pkgset_has(ro->closure, v[i])) {
+			rc = SBX_OWNER_DEP;
+			break;
+		}
+	if (rc == SBX_OWNER_FOREIGN)
+		registry_package_name(ro->reg, v[0], pkg, pkglen);
+	if (v != ids)
+		free(v);
+	return rc;
+}
+
+struct sbx_oracle registry_oracle(struct registry_oracle *ro)
+{
+	return (struct sbx_oracle){ .ctx = ro, .owner = owner };
+}

@@ -1,0 +1,285 @@
+#include "trace/service/policy.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const action_names[] = { "allow", "read", "ask", "deny" };
+static const char *const unknown_names[] = { "report", "allow", "hide" };
+
+void policy_init(struct policy *p)
+{
+	*p = (struct policy){ .unknown = UNKNOWN_REPORT };
+}
+
+void policy_free(struct policy *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		free(p->rules[i].prefix);
+	free(p->rules);
+	*p = (struct policy){ 0 };
+}
+
+const char *policy_action_name(enum policy_action a)
+{
+	return (unsigned)a < 4 ? action_names[a] : "?";
+}
+
+int policy_parse_action(const char *word, enum policy_action *a)
+{
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(word, action_names[i])) {
+			*a = (enum policy_action)i;
+			return 0;
+		}
+	return -1;
+}
+
+int policy_parse_unknown(const char *word, enum policy_unknown *u)
+{
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(word, unknown_names[i])) {
+			*u = (enum policy_unknown)i;
+			return 0;
+		}
+	return -1;
+}
+
+/* Normalises an absolute path lexically into out; -1 on "..". */
+static int normalise(const char *in, char *out, size_t cap)
+{
+	size_t o = 0;
+	const char *s = in;
+	while (*s) {
+		while (*s == '/')
+			s++;
+		const char *e = strchrnul(s, '/');
+		size_t n = (size_t)(e - s);
+		if (n == 0)
+			break;
+		if (n == 2 && s[0] == '.' && s[1] == '.')
+			return -1;
+		if (!(n == 1 && s[0] == '.')) {
+			if (o + 1 + n + 1 > cap)
+				return -1;
+			out[o++] = '/';
+			memcpy(out + o, s, n);
+			o += n;
+		}
+		s = e;
+	}
+	if (o == 0)
+		out[o++] = '/';
+	out[o] = '\0';
+	return 0;
+}
+
+int policy_add(struct policy *p, enum policy_action a, const char *prefix,
+	       char *err, size_t errlen)
+{
+	char expanded[PATH_MAX], norm[PATH_MAX];
+	if (prefix[0] == '~' && (prefix[1] == '\0' || prefix[1] == '/')) {
+		const char *home = getenv("HOME");
+		if (!home || home[0] != '/') {
+			snprintf(err, errlen, "cannot expand '%s': HOME is not set to an absolute path", prefix);
+			return -1;
+		}
+		snprintf(expanded, sizeof expanded, "%s%s", home, prefix + 1);
+		prefix = expanded;
+	}
+	if (prefix[0] != '/') {
+		snprintf(err, errlen, "policy path '%s' is not absolute", prefix);
+		return -1;
+	}
+	if (normalise(prefix, norm, sizeof norm) < 0) {
+		snprintf(err, errlen, "policy path '%s' has a '..' component or is too long", prefix);
+		return -1;
+	}
+	if (p->n == p->cap) {
+		size_t ncap = p->cap ? p->cap * 2 : 32;
+		struct policy_rule *r = realloc(p->rules, ncap * sizeof *r);
+		if (!r) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		p->rules = r;
+		p->cap = ncap;
+	}
+	char *dup = strdup(norm);
+	if (!dup) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	p->rules[p->n] = (struct policy_rule){ .prefix = dup, .len = strlen(dup), .action = a,
+					       .order = p->n };
+	p->n++;
+	p->compiled = false;
+	return 0;
+}
+
+static int add_env_dir(struct policy *p, enum policy_action a, const char *var,
+		       const char *suffix, char *err, size_t errlen)
+{
+	const char *v = getenv(var);
+	if (!v || v[0] != '/')
+		return 0;
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s%s", v, suffix);
+	return policy_add(p, a, path, err, errlen);
+}
+
+int policy_add_defaults(struct policy *p, const char *build_dir, char *err, size_t errlen)
+{
+	static const struct { enum policy_action a; const char *path; } base[] = {
+		{ POLICY_READ, "/" },
+		/* Trees dpkg manages: the registry decides. */
+		{ POLICY_ASK, "/usr" }, { POLICY_ASK, "/etc" }, { POLICY_ASK, "/opt" },
+		{ POLICY_ASK, "/bin" }, { POLICY_ASK, "/sbin" }, { POLICY_ASK, "/lib" },
+		{ POLICY_ASK, "/lib32" }, { POLICY_ASK, "/lib64" }, { POLICY_ASK, "/libx32" },
+		/* Files in /etc that the system generates rather than a package. */
+		{ POLICY_READ, "/etc/alternatives" }, { POLICY_READ, "/etc/ld.so.cache" },
+		{ POLICY_READ, "/etc/passwd" }, { POLICY_READ, "/etc/group" },
+		{ POLICY_READ, "/etc/hosts" }, { POLICY_READ, "/etc/hostname" },
+		{ POLICY_READ, "/etc/resolv.conf" }, { POLICY_READ, "/etc/nsswitch.conf" },
+		{ POLICY_READ, "/etc/localtime" }, { POLICY_READ, "/etc/timezone" },
+		{ POLICY_READ, "/etc/machine-id" }, { POLICY_READ, "/etc/mtab" },
+		/* Scratch and kernel trees. */
+		{ POLICY_ALLOW, "/tmp" }, { POLICY_ALLOW, "/var/tmp" }, { POLICY_ALLOW, "/dev" },
+		{ POLICY_ALLOW, "/proc" }, { POLICY_ALLOW, "/sys" }, { POLICY_ALLOW, "/dev/shm" },
+	};
+	for (size_t i = 0; i < sizeof base / sizeof base[0]; i++)
+		if (policy_add(p, base[i].a, base[i].path, err, errlen) < 0)
+			return -1;
+	/* The user's cache directories (ccache, pip, ...) and $TMPDIR. */
+	if (add_env_dir(p, POLICY_ALLOW, "HOME", "/.cache", err, errlen) < 0 ||
+	    add_env_dir(p, POLICY_ALLOW, "HOME", "/.ccache", err, errlen) < 0 ||
+	    add_env_dir(p, POLICY_ALLOW, "XDG_CACHE_HOME", "", err, errlen) < 0 ||
+	    add_env_dir(p, POLICY_ALLOW, "CCACHE_DIR", "", err, errlen) < 0 ||
+	    add_env_dir(p, POLICY_ALLOW, "TMPDIR", "", err, errlen) < 0)
+		return -1;
+	return policy_add(p, POLICY_ALLOW, build_dir, err, errlen);
+}
+
+static char *trim(char *s)
+{
+	while (isspace((unsigned char)*s))
+		s++;
+	size_t n = strlen(s);
+	while (n && isspace((unsigned char)s[n - 1]))
+		s[--n] = '\0';
+	return s;
+}
+
+int policy_load_file(struct policy *p, const char *file, char *err, size_t errlen)
+{
+	FILE *f = fopen(file, "re");
+	if (!f) {
+		snprintf(err, errlen, "cannot open policy file %s: %s", file, strerror(errno));
+		return -1;
+	}
+	char line[PATH_MAX + 64], sub[PATH_MAX + 128];
+	int lineno = 0, rc = 0;
+	while (fgets(line, sizeof line, f)) {
+		lineno++;
+		char *hash = strchr(line, '#');
+		if (hash)
+			*hash = '\0';
+		char *s = trim(line);
+		if (!*s)
+			continue;
+		char *arg = s + strcspn(s, " \t");
+		if (*arg)
+			*arg++ = '\0';
+		arg = trim(arg);
+		enum policy_action a;
+		enum policy_unknown u;
+		if (!strcmp(s, "clear") && !*arg) {
+			for (size_t i = 0; i < p->n; i++)
+				free(p->rules[i].prefix);
+			p->n = 0;
+		} else if (!strcmp(s, "unknown")) {
+			if (policy_parse_unknown(arg, &u) < 0) {
+				snprintf(err, errlen, "%s:%d: 'unknown' takes report, allow or hide, not '%s'",
+					 file, lineno, arg);
+				rc = -1;
+				break;
+			}
+			p->unknown = u;
+		} else if (policy_parse_action(s, &a) == 0) {
+			if (!*arg) {
+				snprintf(err, errlen, "%s:%d: '%s' needs a path", file, lineno, s);
+				rc = -1;
+				break;
+			}
+			if (policy_add(p, a, arg, sub, sizeof sub) < 0) {
+				snprintf(err, errlen, "%s:%d: %s", file, lineno, sub);
+				rc = -1;
+				break;
+			}
+		} else {
+			snprintf(err, errlen, "%s:%d: unknown directive '%s' (expected allow, read, ask, deny, unknown or clear)",
+				 file, lineno, s);
+			rc = -1;
+			break;
+		}
+	}
+	if (rc == 0 && ferror(f)) {
+		snprintf(err, errlen, "cannot read policy file %s: %s", file, strerror(errno));
+		rc = -1;
+	}
+	fclose(f);
+	return rc;
+}
+
+static int by_length_then_recency(const void *a, const void *b)
+{
+	const struct policy_rule *x = a, *y = b;
+	if (x->len != y->len)
+		return x->len > y->len ? -1 : 1;
+	int c = strcmp(x->prefix, y->prefix);
+	if (c)
+		return c;
+	return x->order > y->order ? -1 : x->order < y->order;
+}
+
+void policy_compile(struct policy *p)
+{
+	qsort(p->rules, p->n, sizeof *p->rules, by_length_then_recency);
+	/* Keep only the most recent rule of each prefix. */
+	size_t o = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		if (o && !strcmp(p->rules[o - 1].prefix, p->rules[i].prefix)) {
+			free(p->rules[i].prefix);
+			continue;
+		}
+		p->rules[o++] = p->rules[i];
+	}
+	p->n = o;
+	p->compiled = true;
+}
+
+static bool covers(const struct policy_rule *r, const char *path)
+{
+	if (r->len == 1) /* "/" */
+		return path[0] == '/';
+	return !strncmp(path, r->prefix, r->len) && (path[r->len] == '\0' || path[r->len] == '/');
+}
+
+const struct policy_rule *policy_match(const struct policy *p, const char *path)
+{
+	/* Rules are sorted longest first, so the first that covers is the most
+	 * specific. */
+	for (size_t i = 0; i < p->n; i++)
+		if (covers(&p->rules[i], path))
+			return &p->rules[i];
+	return NULL;
+}
+
+enum policy_action policy_action_for(const struct policy *p, const char *path)
+{
+	const struct policy_rule *r = policy_match(p, path);
+	return r ? r->action : POLICY_READ;
+}

@@ -1,0 +1,69 @@
+/* Sandbox policy: rules that give each path prefix an action, matched per
+ * path component (/usr/lib covers /usr/lib/x but not /usr/libexec), the
+ * longest matching prefix winning. docs/policy.md is the user's view. */
+#ifndef KILN_TRACE_SERVICE_POLICY_H
+#define KILN_TRACE_SERVICE_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum policy_action {
+	POLICY_ALLOW = 0, /* visible, reads and writes allowed */
+	POLICY_READ  = 1, /* visible, writes refused */
+	POLICY_ASK   = 2, /* the registry decides visibility; writes refused */
+	POLICY_DENY  = 3, /* hidden; writes refused */
+};
+
+/* What to do with an existing file in an ask-tree that the registry does not
+ * know. */
+enum policy_unknown {
+	UNKNOWN_REPORT = 0, /* allow it and name it in the report (default) */
+	UNKNOWN_ALLOW  = 1, /* allow it silently */
+	UNKNOWN_HIDE   = 2, /* hide it and name it in the report */
+};
+
+struct policy_rule {
+	char *prefix;     /* normalised absolute path; "/" for the root */
+	size_t len;
+	enum policy_action action;
+	size_t order;     /* position of addition: a later rule for the same prefix wins */
+};
+
+struct policy {
+	struct policy_rule *rules;
+	size_t n, cap;
+	enum policy_unknown unknown;
+	bool compiled;
+};
+
+void policy_init(struct policy *p);
+void policy_free(struct policy *p);
+
+/* Adds a rule. `prefix` must be absolute ("~" and "~/..." expand to $HOME);
+ * it is normalised ("//", "/./" and a trailing "/" removed; ".." refused).
+ * Returns 0, or -1 with a message in err. */
+int policy_add(struct policy *p, enum policy_action a, const char *prefix,
+	       char *err, size_t errlen);
+
+/* The default policy for Debian package builds (docs/policy.md), with
+ * `build_dir` (absolute) allowed. */
+int policy_add_defaults(struct policy *p, const char *build_dir, char *err, size_t errlen);
+
+/* Reads a policy file: lines "ACTION PATH" (allow, read, ask, deny),
+ * "unknown report|allow|hide", "clear" (drop every rule so far), comments
+ * from '#'. Errors name the file and line. */
+int policy_load_file(struct policy *p, const char *file, char *err, size_t errlen);
+
+/* Sorts the rules for matching; must be called after the last addition. */
+void policy_compile(struct policy *p);
+
+/* The rule covering absolute normalised path `path` (NULL if none). */
+const struct policy_rule *policy_match(const struct policy *p, const char *path);
+/* Its action; paths no rule covers are POLICY_READ. */
+enum policy_action policy_action_for(const struct policy *p, const char *path);
+
+const char *policy_action_name(enum policy_action a);
+int policy_parse_action(const char *word, enum policy_action *a);
+int policy_parse_unknown(const char *word, enum policy_unknown *u);
+
+#endif

@@ -1,0 +1,72 @@
+/* The trace service's decision: is this path, reached with these access
+ * classes, visible and writable for the build? A pure function of the policy,
+ * the registry and the file system as the server sees it (same mount
+ * namespace and uid as the build). */
+#ifndef KILN_TRACE_SERVICE_SANDBOX_H
+#define KILN_TRACE_SERVICE_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "trace/service/pathtab.h"
+#include "trace/service/policy.h"
+#include "trace/verdict.h"
+
+#define SBX_BUF 16384      /* work buffers: longer resolutions fail closed */
+#define SBX_PKG_MAX 128
+
+/* Who owns a canonical path, as the registry (or a test's fake) says. */
+enum sbx_owner {
+	SBX_OWNER_NONE = 0,    /* no package lists it, but an ancestor directory is listed */
+	SBX_OWNER_DEP = 1,     /* some owner is in the dependency closure */
+	SBX_OWNER_FOREIGN = 2, /* listed only by packages outside it (one named in pkg) */
+	SBX_OWNER_UNMANAGED = 3, /* not listed, and no ancestor directory is either: a
+				  * tree the registry knows nothing of (visible, not reported) */
+};
+
+struct sbx_oracle {
+	void *ctx;
+	/* Returns an enum sbx_owner, or -1 on a registry error. */
+	int (*owner)(void *ctx, const char *path, char *pkg, size_t pkglen);
+};
+
+enum sbx_reason {
+	SBX_OK = 0,
+	SBX_HIDDEN_PKG,     /* owned by a package outside the closure (pkg) */
+	SBX_HIDDEN_RULE,    /* under a deny rule */
+	SBX_HIDDEN_UNKNOWN, /* unknown to the registry in an ask-tree, policy "unknown hide" */
+	SBX_WRITE_REFUSED,  /* a write outside the writable areas */
+	SBX_FAILED,         /* could not decide (registry error, path too long): fail closed */
+};
+
+struct sbx_decision {
+	enum kiln_verdict verdict; /* ALLOW, HIDE or DENY */
+	enum sbx_reason reason;
+	bool exists;               /* the final path exists */
+	bool unknown;              /* allowed, but unknown to the registry in an ask-tree */
+	char node[SBX_BUF];        /* hidden node, else the final (canonical) path */
+	char pkg[SBX_PKG_MAX];     /* owning package for SBX_HIDDEN_PKG */
+};
+
+struct sandbox {
+	const struct policy *policy;
+	struct sbx_oracle oracle;
+	struct pathtab memo;       /* canonical path -> visibility in ask-trees */
+	unsigned long oracle_calls;
+	char todo[SBX_BUF], tmp[SBX_BUF];
+};
+
+void sandbox_init(struct sandbox *s, const struct policy *compiled, struct sbx_oracle oracle);
+void sandbox_free(struct sandbox *s);
+
+/* Decides for `path` (absolute) asked by process `pid` (whose /proc/self it
+ * means) with access classes `access` and query flags `qflags`. */
+void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned access,
+		    unsigned qflags, struct sbx_decision *d);
+
+/* Whether a directory entry must vanish from a listing of canonical
+ * directory `dir`: true when the entry itself (not followed) is hidden. */
+bool sandbox_entry_hidden(struct sandbox *s, const char *dir, const char *name);
+
+#endif

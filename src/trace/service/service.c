@@ -1,0 +1,170 @@
+/* Message handlers of the trace service. Every message is validated in full
+ * before anything is decided: a malformed one returns -1 and the server closes
+ * that connection only. */
+#include "trace/service/service.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "ipc/msg.h"
+
+#define ACCESS_ALL 0x7fu
+#define QFLAGS_ALL ((unsigned)KILN_Q_NOFOLLOW)
+#define NAME_MAX_BYTES 255
+
+struct trace_service *trace_service_new(const struct policy *policy, struct sbx_oracle oracle,
+					bool report_only)
+{
+	struct trace_service *ts = calloc(1, sizeof *ts);
+	if (!ts)
+		return NULL;
+	sandbox_init(&ts->sbx, policy, oracle);
+	tracelog_init(&ts->log, report_only);
+	ts->report_only = report_only;
+	return ts;
+}
+
+void trace_service_free(struct trace_service *ts)
+{
+	if (!ts)
+		return;
+	sandbox_free(&ts->sbx);
+	tracelog_free(&ts->log);
+	free(ts);
+}
+
+int trace_service_hello(void *ctx, pid_t pid, const char *cmdline, size_t len)
+{
+	struct trace_service *ts = ctx;
+	return tracelog_client(&ts->log, pid, cmdline, len);
+}
+
+/* A path in a message: absolute, no NUL byte, not too long. Copied into
+ * ts->path NUL-terminated. */
+static int take_path(struct trace_service *ts, const char *p, size_t n)
+{
+	if (n == 0 || n > KILN_PATH_MAX || p[0] != '/' || memchr(p, '\0', n))
+		return -1;
+	memcpy(ts->path, p, n);
+	ts->path[n] = '\0';
+	return 0;
+}
+
+static pid_t client_pid(const struct trace_service *ts, int client)
+{
+	return client >= 0 && (size_t)client < ts->log.nclients ? ts->log.clients[client].pid : 0;
+}
+
+static int on_query(struct trace_service *ts, int client, int fd, const char *payload, size_t len)
+{
+	struct kiln_query q;
+	if (len < sizeof q)
+		return -1;
+	memcpy(&q, payload, sizeof q);
+	if (q.pathlen != len - sizeof q || (q.access & ~ACCESS_ALL) || !q.access ||
+	    (q.qflags & ~QFLAGS_ALL) || take_path(ts, payload + sizeof q, q.pathlen) < 0)
+		return -1;
+	sandbox_decide(&ts->sbx, client_pid(ts, client), ts->path, q.access, q.qflags, &ts->dec);
+	tracelog_query(&ts->log, client, ts->path, q.access, &ts->dec);
+	struct kiln_verdict_msg v = { .verdict = ts->report_only ? KILN_V_ALLOW : ts->dec.verdict };
+	return kiln_msg_send(fd, KILN_MSG_VERDICT, &v, sizeof v, NULL, 0, MSG_DONTWAIT);
+}
+
+static int on_query_dir(struct trace_service *ts, int client, int fd, const char *payload, size_t len)
+{
+	struct kiln_query_dir q;
+	if (len < sizeof q)
+		return -1;
+	memcpy(&q, payload, sizeof q);
+	if (q.dirlen > len - sizeof q || take_path(ts, payload + sizeof q, q.dirlen) < 0)
+		return -1;
+	/* Validate every entry before answering any. */
+	const char *p = payload + sizeof q + q.dirlen, *end = payload + len;
+	if (q.count > (size_t)(end - p) / sizeof(uint16_t))
+		return -1;
+	for (uint32_t i = 0; i < q.count; i++) {
+		uint16_t nl;
+		if ((size_t)(end - p) < sizeof nl)
+			return -1;
+		memcpy(&nl, p, sizeof nl);
+		p += sizeof nl;
+		if (nl == 0 || nl > NAME_MAX_BYTES || nl > (size_t)(end - p) || memchr(p, '/', nl) ||
+		    memchr(p, '\0', nl))
+			return -1;
+		p += nl;
+	}
+	if (p != end)
+		return -1;
+
+	unsigned char hidden[KILN_MSG_MAX];
+	memset(hidden, 0, q.count);
+	sandbox_decide(&ts->sbx, client_pid(ts, client), ts->path, KILN_A_LIST, 0, &ts->dec);
+	unsigned long nhidden = 0;
+	if (!ts->report_only && ts->dec.verdict == KILN_V_ALLOW && ts->dec.exists) {
+		char name[NAME_MAX_BYTES + 1];
+		p = payload + sizeof q + q.dirlen;
+		for (uint32_t i = 0; i < q.count; i++) {
+			uint16_t nl;
+			memcpy(&nl, p, sizeof nl);
+			p += sizeof nl;
+			memcpy(name, p, nl);
+			name[nl] = '\0';
+			p += nl;
+			bool dots = !strcmp(name, ".") || !strcmp(name, "..");
+			if (!dots && sandbox_entry_hidden(&ts->sbx, ts->dec.node, name)) {
+				hidden[i] = 1;
+				nhidden++;
+			}
+		}
+	} else if (!ts->report_only && ts->dec.verdict != KILN_V_ALLOW) {
+		/* The directory itself is hidden: so is everything in it. */
+		memset(hidden, 1, q.count);
+		nhidden = q.count;
+	}
+	tracelog_dir(&ts->log, nhidden);
+	struct kiln_verdict_dir v = { .count = q.count };
+	return kiln_msg_send(fd, KILN_MSG_VERDICT_DIR, &v, sizeof v, hidden, q.count, MSG_DONTWAIT);
+}
+
+static int on_event(struct trace_service *ts, int client, const char *payload, size_t len)
+{
+	struct kiln_event_msg e;
+	if (len < sizeof e)
+		return -1;
+	memcpy(&e, payload, sizeof e);
+	if (e.pathlen != len - sizeof e ||
+	    (e.kind != KILN_E_SETUID_EXEC && e.kind != KILN_E_STATIC_EXEC) ||
+	    take_path(ts, payload + sizeof e, e.pathlen) < 0)
+		return -1;
+	tracelog_event(&ts->log, client, e.kind, ts->path);
+	return 0;
+}
+
+int trace_service_message(void *ctx, int client, int fd, const struct kiln_msg_hdr *h,
+			  const void *payload, size_t len)
+{
+	struct trace_service *ts = ctx;
+	if (h->flags)
+		return -1;
+	switch (h->type) {
+	case KILN_MSG_QUERY:
+		return on_query(ts, client, fd, payload, len);
+	case KILN_MSG_QUERY_DIR:
+		return on_query_dir(ts, client, fd, payload, len);
+	case KILN_MSG_EVENT:
+		return on_event(ts, client, payload, len);
+	default:
+		return -1;
+	}
+}
+
+struct kiln_service trace_service_hooks(struct trace_service *ts)
+{
+	return (struct kiln_service){
+		.ctx = ts,
+		.role = 1,
+		.hello = trace_service_hello,
+		.message = trace_service_message,
+	};
+}

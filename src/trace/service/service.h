@@ -1,0 +1,37 @@
+/* The trace service: answers the trace protocol's messages (docs/protocol.md)
+ * with the sandbox's decisions and records them in the trace log. Plugged
+ * into the server's event loop (src/server/server.h). */
+#ifndef KILN_TRACE_SERVICE_SERVICE_H
+#define KILN_TRACE_SERVICE_SERVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "ipc/proto.h"
+#include "server/server.h"
+#include "trace/service/sandbox.h"
+#include "trace/service/tracelog.h"
+
+struct trace_service {
+	struct sandbox sbx;
+	struct tracelog log;
+	bool report_only;
+	struct sbx_decision dec;
+	char path[KILN_PATH_MAX + 1];
+};
+
+/* `policy` must be compiled and outlive the service. */
+struct trace_service *trace_service_new(const struct policy *policy, struct sbx_oracle oracle,
+					bool report_only);
+void trace_service_free(struct trace_service *ts);
+
+/* The server hooks of the service. */
+struct kiln_service trace_service_hooks(struct trace_service *ts);
+
+/* The handlers themselves (exposed for unit tests). */
+int trace_service_hello(void *ctx, pid_t pid, const char *cmdline, size_t len);
+int trace_service_message(void *ctx, int client, int fd, const struct kiln_msg_hdr *h,
+			  const void *payload, size_t len);
+
+#endif

@@ -1,0 +1,100 @@
+#include "trace/service/trace_server.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "server/server.h"
+#include "trace/service/control.h"
+#include "trace/service/deps.h"
+#include "trace/service/service.h"
+
+static void say_ready(int fd, const char *err)
+{
+	char buf[1200];
+	int n = err ? snprintf(buf, sizeof buf, "E%s", err) : snprintf(buf, sizeof buf, "R");
+	if (write(fd, buf, (size_t)n) < 0) {
+		/* kiln is gone; the lifeline will tell the loop */
+	}
+	close(fd);
+}
+
+int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int lifeline_fd)
+{
+	char err[1024];
+	struct dep_list control = { 0 };
+	struct registry_pkgset closure = { 0 };
+	const char **declared = NULL;
+	size_t ndeclared = 0;
+	struct trace_service *ts = NULL;
+	int listen_fd = -1, rc = TRACE_SERVER_FAILED;
+
+	struct kiln_registry *reg = registry_open(cfg->db, REGISTRY_RDONLY, err, sizeof err);
+	if (!reg)
+		goto fail;
+	if (cfg->control &&
+	    control_build_depends(cfg->control, deps_host_arch(), getenv("DEB_BUILD_PROFILES"),
+				  &control, err, sizeof err) < 0)
+		goto fail;
+	if (trace_deps_closure_named(reg, cfg->deps, cfg->ndeps, cfg->control ? &control : NULL,
+				     stderr, &closure, &declared, &ndeclared, err, sizeof err) < 0)
+		goto fail;
+	struct registry_oracle ro = { .reg = reg, .closure = &closure };
+	ts = trace_service_new(cfg->policy, registry_oracle(&ro), cfg->report_only);
+	if (!ts) {
+		snprintf(err, sizeof err, "out of memory");
+		goto fail;
+	}
+	ts->log.declared = declared;
+	ts->log.ndeclared = ndeclared;
+	ts->log.closure_size = closure.n;
+	if ((listen_fd = kiln_server_listen(cfg->socket, err, sizeof err)) < 0)
+		goto fail;
+	say_ready(ready_fd, NULL);
+	ready_fd = -1;
+
+	struct kiln_service hooks = trace_service_hooks(ts);
+	struct kiln_server_stats stats;
+	char note[128];
+	int run = kiln_server_run(listen_fd, lifeline_fd, &hooks, note, sizeof note, &stats,
+				  err, sizeof err);
+	close(listen_fd);
+	unlink(cfg->socket);
+	if (run < 0)
+		fprintf(stderr, "kiln trace: server: %s\n", err);
+
+	int status = -1;
+	if (sscanf(note, "status %d", &status) != 1)
+		status = -1;
+	rc = tracelog_violations(&ts->log) ? TRACE_SERVER_VIOLATIONS : TRACE_SERVER_CLEAN;
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		ts->log.server_cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+				     (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+	tracelog_write_text(&ts->log, stderr);
+	if (cfg->json && tracelog_write_json(&ts->log, cfg->json, status, err, sizeof err) < 0) {
+		fprintf(stderr, "kiln trace: %s\n", err);
+		rc = TRACE_SERVER_FAILED;
+	}
+	if (cfg->log && tracelog_write_log(&ts->log, cfg->log, err, sizeof err) < 0) {
+		fprintf(stderr, "kiln trace: %s\n", err);
+		rc = TRACE_SERVER_FAILED;
+	}
+	if (run < 0)
+		rc = TRACE_SERVER_FAILED;
+	goto out;
+fail:
+	say_ready(ready_fd, err);
+	ready_fd = -1;
+out:
+	trace_service_free(ts);
+	registry_pkgset_free(&closure);
+	free(declared);
+	dep_list_free(&control);
+	if (reg)
+		registry_close(reg);
+	return rc;
+}

@@ -1,0 +1,37 @@
+/* The trace server process: opens the registry, computes the dependency
+ * closure, listens on the run directory's socket, serves the build, and at
+ * the end writes the report. `kiln trace` forks it and talks to it through
+ * two pipes: `ready` (the server writes "R", or "E" and an error message,
+ * then closes it) and the lifeline (kiln writes "status N" when the command
+ * has ended and closes it; EOF without a status means kiln is gone). */
+#ifndef KILN_TRACE_SERVICE_TRACE_SERVER_H
+#define KILN_TRACE_SERVICE_TRACE_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "trace/service/policy.h"
+
+struct trace_server_config {
+	const char *db;              /* registry database */
+	const char *const *deps;     /* --deps names */
+	size_t ndeps;
+	const char *control;         /* --deps-from-control file, or NULL */
+	const struct policy *policy; /* compiled */
+	bool report_only;
+	const char *json;            /* --json file, or NULL */
+	const char *log;             /* --log file, or NULL */
+	const char *socket;          /* where to listen */
+};
+
+/* Exit statuses of the server process. */
+enum {
+	TRACE_SERVER_CLEAN = 0,      /* no violation */
+	TRACE_SERVER_FAILED = 1,     /* could not start or write its output */
+	TRACE_SERVER_VIOLATIONS = 3, /* hidden files or refused writes */
+};
+
+/* Runs the server in the current (forked) process; returns its exit status. */
+int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int lifeline_fd);
+
+#endif

@@ -1,0 +1,145 @@
+#include "trace/service/tracelog.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void tracelog_init(struct tracelog *t, bool report_only)
+{
+	*t = (struct tracelog){ .report_only = report_only };
+}
+
+static void free_finding(void *p)
+{
+	struct trace_finding *f = p;
+	if (f)
+		free(f->via);
+	free(f);
+}
+
+void tracelog_free(struct tracelog *t)
+{
+	for (size_t i = 0; i < t->nclients; i++)
+		free(t->clients[i].cmdline);
+	free(t->clients);
+	pathtab_free(&t->paths, free);
+	pathtab_free(&t->hidden, free_finding);
+	pathtab_free(&t->refused, free_finding);
+	pathtab_free(&t->unknown, free_finding);
+	for (size_t i = 0; i < t->nevents; i++)
+		free(t->events[i].path);
+	free(t->events);
+	*t = (struct tracelog){ 0 };
+}
+
+int tracelog_client(struct tracelog *t, pid_t pid, const char *cmdline, size_t len)
+{
+	if (t->nclients == t->capclients) {
+		size_t ncap = t->capclients ? t->capclients * 2 : 64;
+		struct trace_client *c = realloc(t->clients, ncap * sizeof *c);
+		if (!c)
+			return -1;
+		t->clients = c;
+		t->capclients = ncap;
+	}
+	char *copy = malloc(len + 1);
+	if (!copy)
+		return -1;
+	memcpy(copy, cmdline, len);
+	copy[len] = '\0';
+	t->clients[t->nclients] = (struct trace_client){ .pid = pid, .cmdline = copy, .len = len };
+	return (int)t->nclients++;
+}
+
+static void record(struct pathtab *tab, const char *key, int client, unsigned access,
+		   int reason, const char *via, const char *pkg)
+{
+	bool added;
+	void **slot = pathtab_put(tab, key, strlen(key), &added);
+	if (!slot)
+		return;
+	struct trace_finding *f = *slot;
+	if (f) {
+		f->access |= access;
+		return;
+	}
+	size_t pl = strlen(pkg);
+	f = malloc(sizeof *f + pl + 1);
+	if (!f)
+		return;
+	f->client = client;
+	f->access = access;
+	f->reason = reason;
+	f->via = strdup(via);
+	memcpy(f->pkg, pkg, pl + 1);
+	*slot = f;
+}
+
+void tracelog_query(struct tracelog *t, int client, const char *path, unsigned access,
+		    const struct sbx_decision *d)
+{
+	t->queries++;
+	bool added;
+	void **slot = pathtab_put(&t->paths, path, strlen(path), &added);
+	if (slot) {
+		struct trace_path *p = *slot;
+		if (!p && (p = calloc(1, sizeof *p)))
+			p->client = client;
+		if (p) {
+			p->access |= access;
+			p->verdicts |= 1u << d->verdict;
+			*slot = p;
+		}
+	}
+	switch (d->reason) {
+	case SBX_HIDDEN_PKG:
+	case SBX_HIDDEN_RULE:
+	case SBX_HIDDEN_UNKNOWN:
+		record(&t->hidden, d->node, client, access, d->reason, path, d->pkg);
+		break;
+	case SBX_WRITE_REFUSED:
+		record(&t->refused, d->node, client, access, d->reason, path, "");
+		break;
+	case SBX_FAILED:
+		t->failures++;
+		break;
+	case SBX_OK:
+		break;
+	}
+	if (d->unknown)
+		record(&t->unknown, d->node, client, access, SBX_OK, path, "");
+}
+
+void tracelog_dir(struct tracelog *t, unsigned long entries_hidden)
+{
+	t->dir_queries++;
+	t->entries_hidden += entries_hidden;
+}
+
+void tracelog_event(struct tracelog *t, int client, unsigned kind, const char *path)
+{
+	if (t->nevents == t->capevents) {
+		size_t ncap = t->capevents ? t->capevents * 2 : 16;
+		struct trace_event *e = realloc(t->events, ncap * sizeof *e);
+		if (!e)
+			return;
+		t->events = e;
+		t->capevents = ncap;
+	}
+	char *copy = strdup(path);
+	if (!copy)
+		return;
+	t->events[t->nevents++] = (struct trace_event){ .kind = kind, .client = client, .path = copy };
+}
+
+unsigned long tracelog_violations(const struct tracelog *t)
+{
+	return t->hidden.n + t->refused.n;
+}
+
+void tracelog_access_letters(unsigned access, char out[8])
+{
+	static const char letters[] = "srwxlcd";
+	for (int i = 0; i < 7; i++)
+		out[i] = (access & (1u << i)) ? letters[i] : '-';
+	out[7] = '\0';
+}

@@ -1,0 +1,83 @@
+/* The trace service's record of a run: the processes that connected, every
+ * path queried with its access classes, and the findings (hidden nodes,
+ * refused writes, unknown files, exec events) with the first process that
+ * reached each. The report (report.c) is built from it. */
+#ifndef KILN_TRACE_SERVICE_TRACELOG_H
+#define KILN_TRACE_SERVICE_TRACELOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "trace/service/pathtab.h"
+#include "trace/service/sandbox.h"
+
+struct trace_client {
+	pid_t pid;
+	char *cmdline; /* arguments separated by NUL bytes */
+	size_t len;
+};
+
+struct trace_path {
+	unsigned access;   /* union of access classes asked */
+	unsigned verdicts; /* bit (1 << verdict) for each verdict answered */
+	int client;        /* first client that asked */
+};
+
+struct trace_finding {
+	int client;        /* first client that reached it */
+	unsigned access;   /* union of access classes */
+	int reason;        /* enum sbx_reason */
+	char *via;         /* the path asked when first reached */
+	char pkg[];        /* owning package (hidden by package), else "" */
+};
+
+struct trace_event {
+	unsigned kind;     /* enum kiln_event_kind */
+	int client;
+	char *path;
+};
+
+struct tracelog {
+	bool report_only;
+	struct trace_client *clients;
+	size_t nclients, capclients;
+	struct pathtab paths;    /* path asked -> struct trace_path */
+	struct pathtab hidden;   /* hidden node -> struct trace_finding */
+	struct pathtab refused;  /* refused path -> struct trace_finding */
+	struct pathtab unknown;  /* unknown file -> struct trace_finding */
+	struct trace_event *events;
+	size_t nevents, capevents;
+	unsigned long queries, dir_queries, entries_hidden, failures;
+	double server_cpu;       /* seconds of CPU the server used (set at the end) */
+	const char *const *declared; /* the declared dependencies (not owned) */
+	size_t ndeclared, closure_size;
+};
+
+void tracelog_init(struct tracelog *t, bool report_only);
+void tracelog_free(struct tracelog *t);
+
+/* Registers a connected process; returns its client id (-1 out of memory). */
+int tracelog_client(struct tracelog *t, pid_t pid, const char *cmdline, size_t len);
+
+/* Records one query and its decision. */
+void tracelog_query(struct tracelog *t, int client, const char *path, unsigned access,
+		    const struct sbx_decision *d);
+void tracelog_dir(struct tracelog *t, unsigned long entries_hidden);
+void tracelog_event(struct tracelog *t, int client, unsigned kind, const char *path);
+
+/* Hidden nodes + refused writes: what --strict counts. */
+unsigned long tracelog_violations(const struct tracelog *t);
+
+/* report.c: the text report, the JSON report and the access log. The files
+ * are written to a temporary name and renamed. */
+void tracelog_write_text(const struct tracelog *t, FILE *out);
+int tracelog_write_json(const struct tracelog *t, const char *file, int exit_status,
+			char *err, size_t errlen);
+int tracelog_write_log(const struct tracelog *t, const char *file, char *err, size_t errlen);
+
+/* "srwxlcd" with '-' for classes not in `access`. */
+void tracelog_access_letters(unsigned access, char out[8]);
+
+#endif

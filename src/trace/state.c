@@ -1,0 +1,115 @@
+/* Process-wide state of the preload library: the environment captured at
+ * start-up (put back into every exec), the re-entrancy guard, lazily resolved
+ * real symbols and the coverage marks.
+ *
+ * The constructor only copies a handful of environment strings (no dlsym, no
+ * connect, no mmap): the budget is about 50 us per process for everything. */
+#include <dlfcn.h>
+#include <string.h>
+
+#include "trace/kt.h"
+#include "trace/rawsys.h"
+
+extern char **environ;
+
+__thread int kt_guard __attribute__((tls_model("initial-exec")));
+int kt_marks;
+
+/* kiln's variables, restored into every exec environment. */
+static const char *const kept_names[] = {
+	"LD_PRELOAD", KILN_ENV_SOCKET, KILN_ENV_PRELOAD, KILN_ENV_CACHE,
+	KILN_ENV_RUNDIR, "KILN_TRACE_MARKS",
+};
+#define NKEPT (sizeof kept_names / sizeof kept_names[0])
+
+static char env_store[3 * 4096];
+static const char *env_ptr[NKEPT];   /* "NAME=value" inside env_store */
+static const char *env_list[NKEPT];  /* the non-NULL ones, packed */
+static size_t env_count;
+static _Atomic int init_state;        /* 0 not yet, 1 in progress, 2 done */
+
+static size_t name_len(const char *entry)
+{
+	const char *eq = strchr(entry, '=');
+	return eq ? (size_t)(eq - entry) : strlen(entry);
+}
+
+static void capture(void)
+{
+	size_t used = 0;
+	for (char **e = environ; e && *e; e++) {
+		size_t nl = name_len(*e);
+		for (size_t k = 0; k < NKEPT; k++) {
+			if (env_ptr[k] || strlen(kept_names[k]) != nl ||
+			    memcmp(*e, kept_names[k], nl) != 0)
+				continue;
+			size_t len = strlen(*e) + 1;
+			if (used + len > sizeof env_store)
+				break; /* absurdly long: not kept */
+			memcpy(env_store + used, *e, len);
+			env_ptr[k] = env_store + used;
+			used += len;
+		}
+	}
+	for (size_t k = 0; k < NKEPT; k++)
+		if (env_ptr[k])
+			env_list[env_count++] = env_ptr[k];
+}
+
+void kt_init(void)
+{
+	if (atomic_load_explicit(&init_state, memory_order_acquire) == 2)
+		return;
+	int expect = 0;
+	if (!atomic_compare_exchange_strong(&init_state, &expect, 1))
+		return; /* done, or being done by another thread right now */
+	capture();
+	atomic_store_explicit(&init_state, 2, memory_order_release);
+	const char *m = kt_env("KILN_TRACE_MARKS");
+	kt_marks = m && m[0] == '1';
+}
+
+const char *kt_env(const char *name)
+{
+	if (atomic_load_explicit(&init_state, memory_order_acquire) != 2)
+		return NULL;
+	size_t nl = strlen(name);
+	for (size_t k = 0; k < NKEPT; k++)
+		if (env_ptr[k] && memcmp(env_ptr[k], name, nl) == 0 && env_ptr[k][nl] == '=')
+			return env_ptr[k] + nl + 1;
+	return NULL;
+}
+
+const char *const *kt_env_all(size_t *n)
+{
+	if (atomic_load_explicit(&init_state, memory_order_acquire) != 2) {
+		*n = 0;
+		return env_list;
+	}
+	*n = env_count;
+	return env_list;
+}
+
+void kt_mark(int which)
+{
+	kt_close(which);
+}
+
+void *kt_real(void *_Atomic *slot, const char *name)
+{
+	void *p = atomic_load_explicit(slot, memory_order_acquire);
+	if (p)
+		return p;
+	kt_guard++;
+	p = dlsym(RTLD_NEXT, name);
+	kt_guard--;
+	atomic_store_explicit(slot, p, memory_order_release);
+	return p;
+}
+
+__attribute__((constructor)) static void kt_constructor(void)
+{
+	kt_init();
+	if (kt_marks)
+		kt_mark(KT_MARK_START);
+}

@@ -1,0 +1,704 @@
+/* Calls hooked functions as a program would and prints what each returned.
+ *
+ *   hookcall CMD ARGS... [-- CMD ARGS...]...
+ *
+ * One line per call: "NAME RET ERRNO" where ERRNO is the errno name, or "OK"
+ * when the call succeeded (listings print their sorted entries after RET).
+ * The tests in test_trace_hooks*.py run it under the preload library. */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fts.h>
+#include <ftw.h>
+#include <glob.h>
+#include <linux/openat2.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <utime.h>
+
+extern char **environ;
+
+static const char *ename(int ok, int e)
+{
+	if (ok)
+		return "OK";
+	const char *n = strerrorname_np(e);
+	return n ? n : "E?";
+}
+
+static void show(const char *name, long ret, int ok)
+{
+	printf("%s %ld %s\n", name, ret, ename(ok, errno));
+	fflush(stdout);
+}
+
+#define CALL(name, expr)                                                       \
+	do {                                                                   \
+		errno = 0;                                                     \
+		long r_ = (long)(expr);                                        \
+		show(name, r_, r_ >= 0);                                       \
+	} while (0)
+
+#define CALLP(name, expr)                                                      \
+	do {                                                                   \
+		errno = 0;                                                     \
+		void *p_ = (void *)(expr);                                     \
+		show(name, p_ ? 0 : -1, p_ != NULL);                           \
+	} while (0)
+
+static int open_flags(const char *s)
+{
+	int f = 0;
+	if (strchr(s, 'w'))
+		f |= strchr(s, 'r') ? O_RDWR : O_WRONLY;
+	if (strchr(s, 'c'))
+		f |= O_CREAT;
+	if (strchr(s, 'e'))
+		f |= O_EXCL;
+	if (strchr(s, 't'))
+		f |= O_TRUNC;
+	if (strchr(s, 'd'))
+		f |= O_DIRECTORY;
+	if (strchr(s, 'n'))
+		f |= O_NOFOLLOW;
+	if (strchr(s, 'p'))
+		f |= O_PATH;
+	return f;
+}
+
+static int access_mode(const char *s)
+{
+	int m = 0;
+	if (strchr(s, 'r')) m |= R_OK;
+	if (strchr(s, 'w')) m |= W_OK;
+	if (strchr(s, 'x')) m |= X_OK;
+	return m; /* "f" -> F_OK */
+}
+
+/* Sorted listing printed on one line. */
+static int cmpstr(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *names[4096];
+static int nnames;
+
+static void add_name(const char *n)
+{
+	if (!strcmp(n, ".") || !strcmp(n, ".."))
+		return;
+	if (nnames < 4096)
+		names[nnames++] = strdup(n);
+}
+
+static void show_list(const char *name, long ret, int ok)
+{
+	qsort(names, (size_t)nnames, sizeof *names, cmpstr);
+	printf("%s %ld %s", name, ret, ename(ok, errno));
+	for (int i = 0; i < nnames; i++) {
+		printf(" %s", names[i]);
+		free(names[i]);
+	}
+	printf("\n");
+	fflush(stdout);
+	nnames = 0;
+}
+
+static int walk_fn(const char *p, const struct stat *sb, int type, struct FTW *fb)
+{
+	(void)sb; (void)type; (void)fb;
+	add_name(p);
+	return 0;
+}
+
+static int ftw_fn(const char *p, const struct stat *sb, int type)
+{
+	(void)sb; (void)type;
+	add_name(p);
+	return 0;
+}
+
+/* ---- threads racing on the first connection ---------------------------- */
+static pthread_barrier_t barrier;
+static const char *race_path;
+static int race_results[64];
+
+static void *race(void *arg)
+{
+	int i = (int)(long)arg;
+	struct stat st;
+	pthread_barrier_wait(&barrier);
+	errno = 0;
+	int bad = 0;
+	for (int k = 0; k < 50; k++) {
+		int r = stat(race_path, &st);
+		if (r != -1 || errno != ENOENT)
+			bad = 1;
+	}
+	race_results[i] = bad ? -1 : ENOENT;
+	return NULL;
+}
+
+/* ---- a hook entered from a signal handler ------------------------------- */
+static const char *sig_path;
+static volatile sig_atomic_t sig_calls, sig_wrong;
+
+static void on_alarm(int s)
+{
+	(void)s;
+	int saved = errno;
+	struct stat st;
+	int r = stat(sig_path, &st);
+	if (r != -1 || errno != ENOENT)
+		sig_wrong++;
+	sig_calls++;
+	errno = saved;
+}
+
+static int run(char **a, int n);
+
+static int spawn_wait(pid_t pid)
+{
+	int st;
+	if (waitpid(pid, &st, 0) < 0)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Environment variants for exec: clear, unset LD_PRELOAD, empty it, or point
+ * KILN_SOCKET elsewhere. */
+static char **env_variant(const char *how)
+{
+	static char *vec[1024];
+	int k = 0;
+	if (!strcmp(how, "clear")) {
+		vec[0] = NULL;
+		return vec;
+	}
+	for (char **e = environ; *e && k < 1000; e++) {
+		if (!strncmp(*e, "LD_PRELOAD=", 11) && strcmp(how, "keep"))
+			continue;
+		if (!strncmp(*e, "KILN_SOCKET=", 12) && !strcmp(how, "badsock"))
+			continue;
+		vec[k++] = *e;
+	}
+	if (!strcmp(how, "empty"))
+		vec[k++] = "LD_PRELOAD=";
+	if (!strcmp(how, "badsock"))
+		vec[k++] = "KILN_SOCKET=/nonexistent/socket";
+	vec[k] = NULL;
+	return vec;
+}
+
+/* Runs one command at a[0] with its arguments; returns how many words it used. */
+static int one(char **a, int n)
+{
+	const char *c = a[0];
+	struct stat st;
+	char buf[4096];
+#define NEED(k) if (n < (k) + 1) { fprintf(stderr, "hookcall: %s needs %d args\n", c, k); exit(2); }
+	if (!strcmp(c, "open")) { NEED(2); CALL("open", open(a[1], open_flags(a[2]), 0644)); return 3; }
+	if (!strcmp(c, "open64")) { NEED(2); CALL("open64", open64(a[1], open_flags(a[2]), 0644)); return 3; }
+	if (!strcmp(c, "openat")) {
+		NEED(3);
+		int d = open(a[1], O_RDONLY | O_DIRECTORY);
+		CALL("openat", openat(d, a[2], open_flags(a[3]), 0644));
+		return 4;
+	}
+	if (!strcmp(c, "creat")) { NEED(1); CALL("creat", creat(a[1], 0644)); return 2; }
+	if (!strcmp(c, "fopen")) { NEED(2); CALLP("fopen", fopen(a[1], a[2])); return 3; }
+	if (!strcmp(c, "freopen")) {
+		NEED(2);
+		FILE *f = fopen("/dev/null", "r");
+		CALLP("freopen", freopen(a[1], a[2], f));
+		return 3;
+	}
+	if (!strcmp(c, "stat")) { NEED(1); CALL("stat", stat(a[1], &st)); return 2; }
+	if (!strcmp(c, "lstat")) { NEED(1); CALL("lstat", lstat(a[1], &st)); return 2; }
+	if (!strcmp(c, "fstatat")) {
+		NEED(3);
+		int d = open(a[1], O_RDONLY | O_DIRECTORY);
+		int fl = !strcmp(a[3], "nofollow") ? AT_SYMLINK_NOFOLLOW : 0;
+		CALL("fstatat", fstatat(d, a[2], &st, fl));
+		return 4;
+	}
+	if (!strcmp(c, "fstatat-empty")) {
+		NEED(1);
+		int fd = open(a[1], O_PATH);
+		CALL("fstatat-empty", fstatat(fd, "", &st, AT_EMPTY_PATH));
+		return 2;
+	}
+	if (!strcmp(c, "statx")) {
+		NEED(1);
+		struct statx sx;
+		CALL("statx", statx(AT_FDCWD, a[1], 0, STATX_BASIC_STATS, &sx));
+		return 2;
+	}
+	if (!strcmp(c, "access")) { NEED(2); CALL("access", access(a[1], access_mode(a[2]))); return 3; }
+	if (!strcmp(c, "faccessat")) { NEED(2); CALL("faccessat", faccessat(AT_FDCWD, a[1], access_mode(a[2]), 0)); return 3; }
+	if (!strcmp(c, "euidaccess")) { NEED(2); CALL("euidaccess", euidaccess(a[1], access_mode(a[2]))); return 3; }
+	if (!strcmp(c, "readlink")) { NEED(1); CALL("readlink", readlink(a[1], buf, sizeof buf)); return 2; }
+	if (!strcmp(c, "readlinkat")) { NEED(1); CALL("readlinkat", readlinkat(AT_FDCWD, a[1], buf, sizeof buf)); return 2; }
+	if (!strcmp(c, "realpath")) { NEED(1); CALLP("realpath", realpath(a[1], buf)); return 2; }
+	if (!strcmp(c, "chdir")) { NEED(1); CALL("chdir", chdir(a[1])); return 2; }
+	if (!strcmp(c, "fchdir")) {
+		NEED(1);
+		int fd = open(a[1], O_RDONLY | O_DIRECTORY);
+		CALL("fchdir", fchdir(fd));
+		return 2;
+	}
+	if (!strcmp(c, "mkdir")) { NEED(1); CALL("mkdir", mkdir(a[1], 0755)); return 2; }
+	if (!strcmp(c, "mkdirat")) { NEED(1); CALL("mkdirat", mkdirat(AT_FDCWD, a[1], 0755)); return 2; }
+	if (!strcmp(c, "mkfifo")) { NEED(1); CALL("mkfifo", mkfifo(a[1], 0644)); return 2; }
+	if (!strcmp(c, "mknod")) { NEED(1); CALL("mknod", mknod(a[1], S_IFIFO | 0644, 0)); return 2; }
+	if (!strcmp(c, "rmdir")) { NEED(1); CALL("rmdir", rmdir(a[1])); return 2; }
+	if (!strcmp(c, "unlink")) { NEED(1); CALL("unlink", unlink(a[1])); return 2; }
+	if (!strcmp(c, "unlinkat")) { NEED(1); CALL("unlinkat", unlinkat(AT_FDCWD, a[1], 0)); return 2; }
+	if (!strcmp(c, "remove")) { NEED(1); CALL("remove", remove(a[1])); return 2; }
+	if (!strcmp(c, "rename")) { NEED(2); CALL("rename", rename(a[1], a[2])); return 3; }
+	if (!strcmp(c, "renameat")) { NEED(2); CALL("renameat", renameat(AT_FDCWD, a[1], AT_FDCWD, a[2])); return 3; }
+	if (!strcmp(c, "renameat2")) { NEED(2); CALL("renameat2", renameat2(AT_FDCWD, a[1], AT_FDCWD, a[2], 0)); return 3; }
+	if (!strcmp(c, "link")) { NEED(2); CALL("link", link(a[1], a[2])); return 3; }
+	if (!strcmp(c, "linkat")) { NEED(2); CALL("linkat", linkat(AT_FDCWD, a[1], AT_FDCWD, a[2], 0)); return 3; }
+	if (!strcmp(c, "symlink")) { NEED(2); CALL("symlink", symlink(a[1], a[2])); return 3; }
+	if (!strcmp(c, "symlinkat")) { NEED(2); CALL("symlinkat", symlinkat(a[1], AT_FDCWD, a[2])); return 3; }
+	if (!strcmp(c, "chmod")) { NEED(1); CALL("chmod", chmod(a[1], 0644)); return 2; }
+	if (!strcmp(c, "fchmodat")) { NEED(1); CALL("fchmodat", fchmodat(AT_FDCWD, a[1], 0644, 0)); return 2; }
+	if (!strcmp(c, "chown")) { NEED(1); CALL("chown", chown(a[1], getuid(), getgid())); return 2; }
+	if (!strcmp(c, "lchown")) { NEED(1); CALL("lchown", lchown(a[1], getuid(), getgid())); return 2; }
+	if (!strcmp(c, "fchownat")) { NEED(1); CALL("fchownat", fchownat(AT_FDCWD, a[1], getuid(), getgid(), AT_SYMLINK_NOFOLLOW)); return 2; }
+	if (!strcmp(c, "truncate")) { NEED(1); CALL("truncate", truncate(a[1], 0)); return 2; }
+	if (!strcmp(c, "utime")) { NEED(1); CALL("utime", utime(a[1], NULL)); return 2; }
+	if (!strcmp(c, "utimes")) { NEED(1); CALL("utimes", utimes(a[1], NULL)); return 2; }
+	if (!strcmp(c, "lutimes")) { NEED(1); CALL("lutimes", lutimes(a[1], NULL)); return 2; }
+	if (!strcmp(c, "utimensat")) { NEED(1); CALL("utimensat", utimensat(AT_FDCWD, a[1], NULL, 0)); return 2; }
+	if (!strcmp(c, "mkstemp")) { NEED(1); snprintf(buf, sizeof buf, "%s", a[1]); CALL("mkstemp", mkstemp(buf)); return 2; }
+	if (!strcmp(c, "mkdtemp")) { NEED(1); snprintf(buf, sizeof buf, "%s", a[1]); CALLP("mkdtemp", mkdtemp(buf)); return 2; }
+	if (!strcmp(c, "tmpfile")) { CALLP("tmpfile", tmpfile()); return 1; }
+	if (!strcmp(c, "dlopen")) {
+		NEED(1);
+		errno = 0;
+		void *h = dlopen(a[1], RTLD_NOW);
+		const char *msg = h ? NULL : dlerror();
+		printf("dlopen %d %s\n", h ? 0 : -1, h ? "OK" : (msg && strstr(msg, "No such file") ? "ENOENT" : msg ? msg : "?"));
+		fflush(stdout);
+		return 2;
+	}
+	/* ---- listings ---- */
+	if (!strcmp(c, "readdir") || !strcmp(c, "readdir_r") || !strcmp(c, "readdir64")) {
+		NEED(1);
+		DIR *d = opendir(a[1]);
+		if (!d) { show_list(c, -1, 0); return 2; }
+		errno = 0;
+		if (!strcmp(c, "readdir_r")) {
+			struct dirent ent, *res;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+			while (readdir_r(d, &ent, &res) == 0 && res)
+				add_name(res->d_name);
+#pragma GCC diagnostic pop
+		} else if (!strcmp(c, "readdir64")) {
+			struct dirent64 *e;
+			while ((e = readdir64(d)))
+				add_name(e->d_name);
+		} else {
+			struct dirent *e;
+			while ((e = readdir(d)))
+				add_name(e->d_name);
+		}
+		int ok = errno == 0;
+		closedir(d);
+		show_list(c, ok ? 0 : -1, ok);
+		return 2;
+	}
+	if (!strcmp(c, "manydirs")) {
+		/* manydirs N DIR: N streams of DIR open at once, read interleaved;
+		 * prints the listing of the last one and how many agreed with it */
+		NEED(2);
+		int nd = atoi(a[1]);
+		DIR *ds[200];
+		for (int i = 0; i < nd && i < 200; i++)
+			ds[i] = opendir(a[2]);
+		char *seen[200][64];
+		int cnt[200] = { 0 };
+		for (int round = 0, more = 1; more; round++) {
+			more = 0;
+			for (int i = 0; i < nd; i++) {
+				struct dirent *e = ds[i] ? readdir(ds[i]) : NULL;
+				if (e && cnt[i] < 64) {
+					seen[i][cnt[i]++] = strdup(e->d_name);
+					more = 1;
+				}
+			}
+		}
+		int agree = 0;
+		for (int i = 0; i < nd; i++) {
+			int same = cnt[i] == cnt[nd - 1];
+			for (int k = 0; same && k < cnt[i]; k++)
+				same = !strcmp(seen[i][k], seen[nd - 1][k]);
+			agree += same;
+		}
+		for (int k = 0; k < cnt[nd - 1]; k++)
+			add_name(seen[nd - 1][k]);
+		for (int i = 0; i < nd; i++)
+			if (ds[i])
+				closedir(ds[i]);
+		printf("manydirs agree=%d", agree);
+		show_list("", 0, 1);
+		return 3;
+	}
+	if (!strcmp(c, "getdents64") || !strcmp(c, "sys_getdents64")) {
+		NEED(1);
+		int fd = open(a[1], O_RDONLY | O_DIRECTORY);
+		if (fd < 0) {
+			show_list(c, -1, 0);
+			return 2;
+		}
+		long r;
+		char dbuf[1024]; /* small: several buffers per directory */
+		errno = 0;
+		for (;;) {
+			r = !strcmp(c, "getdents64") ? getdents64(fd, dbuf, sizeof dbuf)
+						     : syscall(SYS_getdents64, fd, dbuf, sizeof dbuf);
+			if (r <= 0)
+				break;
+			for (long p = 0; p < r;) {
+				struct dirent64 *e = (struct dirent64 *)(dbuf + p);
+				add_name(e->d_name);
+				p += e->d_reclen;
+			}
+		}
+		close(fd);
+		show_list(c, r, r == 0);
+		return 2;
+	}
+	if (!strcmp(c, "scandir")) {
+		NEED(1);
+		struct dirent **list;
+		errno = 0;
+		int k = scandir(a[1], &list, NULL, alphasort);
+		for (int i = 0; i < k; i++) {
+			add_name(list[i]->d_name);
+			free(list[i]);
+		}
+		if (k >= 0)
+			free(list);
+		show_list(c, k < 0 ? -1 : 0, k >= 0);
+		return 2;
+	}
+	if (!strcmp(c, "nftw") || !strcmp(c, "ftw")) {
+		NEED(1);
+		errno = 0;
+		int r = !strcmp(c, "nftw") ? nftw(a[1], walk_fn, 8, FTW_PHYS) : ftw(a[1], ftw_fn, 8);
+		show_list(c, r, r == 0);
+		return 2;
+	}
+	if (!strcmp(c, "fts")) {
+		NEED(1);
+		char *roots[] = { a[1], NULL };
+		errno = 0;
+		FTS *f = fts_open(roots, FTS_PHYSICAL, NULL);
+		FTSENT *e;
+		int ferr = 0;
+		while (f && (e = fts_read(f))) {
+			if (e->fts_info == FTS_NS || e->fts_info == FTS_ERR || e->fts_info == FTS_DNR)
+				ferr = e->fts_errno;
+			else if (e->fts_info != FTS_DP)
+				add_name(e->fts_path);
+		}
+		if (ferr)
+			errno = ferr;
+		int ok = f && errno == 0;
+		if (f)
+			fts_close(f);
+		show_list(c, ok ? 0 : -1, ok);
+		return 2;
+	}
+	if (!strcmp(c, "glob")) {
+		NEED(1);
+		glob_t g;
+		int r = glob(a[1], 0, NULL, &g);
+		for (size_t i = 0; r == 0 && i < g.gl_pathc; i++)
+			add_name(g.gl_pathv[i]);
+		if (r == 0)
+			globfree(&g);
+		printf("glob %d", r);
+		qsort(names, (size_t)nnames, sizeof *names, cmpstr);
+		for (int i = 0; i < nnames; i++) {
+			printf(" %s", names[i]);
+			free(names[i]);
+		}
+		nnames = 0;
+		printf("\n");
+		fflush(stdout);
+		return 2;
+	}
+	/* ---- syscall() ---- */
+	if (!strcmp(c, "sys_openat2")) {
+		NEED(1);
+		struct open_how how = { .flags = O_RDONLY };
+		CALL("sys_openat2", syscall(SYS_openat2, AT_FDCWD, a[1], &how, sizeof how));
+		return 2;
+	}
+	if (!strcmp(c, "sys_statx")) {
+		NEED(1);
+		struct statx sx;
+		CALL("sys_statx", syscall(SYS_statx, AT_FDCWD, a[1], 0, STATX_BASIC_STATS, &sx));
+		return 2;
+	}
+	if (!strcmp(c, "sys_faccessat2")) { NEED(1); CALL("sys_faccessat2", syscall(SYS_faccessat2, AT_FDCWD, a[1], F_OK, 0)); return 2; }
+	if (!strcmp(c, "sys_renameat2")) { NEED(2); CALL("sys_renameat2", syscall(SYS_renameat2, AT_FDCWD, a[1], AT_FDCWD, a[2], 0)); return 3; }
+	if (!strcmp(c, "sys_chdir")) {
+		/* deliberately unhooked: the coverage check must catch it */
+		NEED(1);
+		CALL("sys_chdir", syscall(SYS_chdir, a[1]));
+		return 2;
+	}
+	if (!strcmp(c, "sys_openat")) { NEED(1); CALL("sys_openat", syscall(SYS_openat, AT_FDCWD, a[1], O_RDONLY, 0)); return 2; }
+	/* ---- fds ---- */
+	if (!strcmp(c, "close_range")) { CALL("close_range", close_range(3, ~0u, 0)); return 1; }
+	if (!strcmp(c, "sys_close_range")) { CALL("sys_close_range", syscall(SYS_close_range, 3, ~0u, 0)); return 1; }
+	if (!strcmp(c, "sys_closeall")) {
+		for (int fd = 3; fd < 1024; fd++)
+			syscall(SYS_close, fd);
+		printf("sys_closeall 0 OK\n");
+		return 1;
+	}
+	if (!strcmp(c, "closefrom")) { closefrom(3); printf("closefrom 0 OK\n"); return 1; }
+	if (!strcmp(c, "closeall")) {
+		for (int fd = 3; fd < 1024; fd++)
+			close(fd);
+		printf("closeall 0 OK\n");
+		return 1;
+	}
+	if (!strcmp(c, "dup2all")) {
+		/* dup2 onto every number from 3 to 300, then close them again */
+		int bad = 0;
+		for (int fd = 3; fd < 300; fd++)
+			if (dup2(0, fd) != fd)
+				bad++;
+		for (int fd = 3; fd < 300; fd++)
+			close(fd);
+		printf("dup2all %d %s\n", bad, bad ? "FAIL" : "OK");
+		return 1;
+	}
+	if (!strcmp(c, "dup3all")) {
+		int bad = 0;
+		for (int fd = 3; fd < 300; fd++)
+			if (dup3(0, fd, O_CLOEXEC) != fd)
+				bad++;
+		for (int fd = 3; fd < 300; fd++)
+			close(fd);
+		printf("dup3all %d %s\n", bad, bad ? "FAIL" : "OK");
+		return 1;
+	}
+	/* ---- processes ---- */
+	if (!strcmp(c, "fork")) {
+		/* fork CMD ARGS... ; -- the child runs CMD and exits */
+		NEED(1);
+		int k = 1;
+		while (k < n && strcmp(a[k], ";"))
+			k++;
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid == 0) {
+			run(a + 1, k - 1);
+			fflush(stdout);
+			_exit(0);
+		}
+		spawn_wait(pid);
+		return k < n ? k + 1 : k;
+	}
+	if (!strcmp(c, "vfork-exec")) {
+		NEED(1);
+		fflush(stdout);
+		int k = 1;
+		while (k < n && strcmp(a[k], ";"))
+			k++;
+		char *argv[64];
+		int m = 0;
+		for (int i = 1; i < k && m < 63; i++)
+			argv[m++] = a[i];
+		argv[m] = NULL;
+		pid_t pid = vfork();
+		if (pid == 0) {
+			execv(argv[0], argv);
+			_exit(127);
+		}
+		printf("vfork-exec %d\n", spawn_wait(pid));
+		fflush(stdout);
+		return k < n ? k + 1 : k;
+	}
+	if (!strcmp(c, "spawn") || !strcmp(c, "spawnp") || !strcmp(c, "exec-env") ||
+	    !strcmp(c, "execvp") || !strcmp(c, "execl") || !strcmp(c, "fexecve")) {
+		/* spawn ENVHOW PROG ARGS... ; */
+		NEED(2);
+		int k = 2;
+		while (k < n && strcmp(a[k], ";"))
+			k++;
+		char *argv[64];
+		int m = 0;
+		for (int i = 2; i < k && m < 63; i++)
+			argv[m++] = a[i];
+		argv[m] = NULL;
+		char **envp = env_variant(a[1]);
+		fflush(stdout);
+		if (!strcmp(c, "spawn") || !strcmp(c, "spawnp")) {
+			pid_t pid;
+			int r = !strcmp(c, "spawn") ? posix_spawn(&pid, argv[0], NULL, NULL, argv, envp)
+						     : posix_spawnp(&pid, argv[0], NULL, NULL, argv, envp);
+			if (r) {
+				printf("%s -1 %s\n", c, ename(0, r));
+			} else {
+				int s = spawn_wait(pid);
+				printf("%s %d %s\n", c, s, "OK");
+			}
+		} else {
+			pid_t pid = fork();
+			if (pid == 0) {
+				if (!strcmp(c, "exec-env"))
+					execve(argv[0], argv, envp);
+				else if (!strcmp(c, "execvp")) {
+					environ = envp;
+					execvp(argv[0], argv);
+				} else if (!strcmp(c, "fexecve")) {
+					int fd = open(argv[0], O_RDONLY | O_CLOEXEC);
+					if (fd >= 0)
+						fexecve(fd, argv, envp);
+				} else {
+					environ = envp;
+					execl(argv[0], argv[0], argv[1], argv[2], argv[3], (char *)NULL);
+				}
+				printf("%s -1 %s\n", c, ename(0, errno));
+				fflush(stdout);
+				_exit(127);
+			}
+			int s = spawn_wait(pid);
+			if (s != 127)
+				printf("%s %d OK\n", c, s);
+		}
+		fflush(stdout);
+		return k < n ? k + 1 : k;
+	}
+	if (!strcmp(c, "system")) {
+		NEED(1);
+		fflush(stdout);
+		int r = system(a[1]);
+		printf("system %d %s\n", r < 0 ? -1 : WEXITSTATUS(r), r < 0 ? ename(0, errno) : "OK");
+		fflush(stdout);
+		return 2;
+	}
+	if (!strcmp(c, "popen")) {
+		NEED(1);
+		fflush(stdout);
+		FILE *p = popen(a[1], "r");
+		if (!p) {
+			printf("popen -1 %s\n", ename(0, errno));
+		} else {
+			char line[4096];
+			while (fgets(line, sizeof line, p))
+				fputs(line, stdout);
+			printf("popen %d OK\n", WEXITSTATUS(pclose(p)));
+		}
+		fflush(stdout);
+		return 2;
+	}
+	if (!strcmp(c, "unsetenv")) {
+		/* the program drops kiln's variables from its own environment */
+		unsetenv("LD_PRELOAD");
+		unsetenv("KILN_SOCKET");
+		return 1;
+	}
+	if (!strcmp(c, "threads")) {
+		NEED(2);
+		int nt = atoi(a[1]);
+		if (nt > 64)
+			nt = 64;
+		race_path = a[2];
+		pthread_t t[64];
+		pthread_barrier_init(&barrier, NULL, (unsigned)nt);
+		for (int i = 0; i < nt; i++)
+			pthread_create(&t[i], NULL, race, (void *)(long)i);
+		int good = 0;
+		for (int i = 0; i < nt; i++) {
+			pthread_join(t[i], NULL);
+			good += race_results[i] == ENOENT;
+		}
+		printf("threads %d %s\n", good, good == nt ? "OK" : "FAIL");
+		fflush(stdout);
+		return 3;
+	}
+	if (!strcmp(c, "signal")) {
+		/* stat(hidden) from a SIGALRM handler that interrupts a loop of
+		 * stat(allowed): hooks entered while a hook is running. */
+		NEED(2);
+		sig_path = a[1];
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = on_alarm;
+		sa.sa_flags = SA_RESTART;
+		sigaction(SIGALRM, &sa, NULL);
+		struct itimerval it = { { 0, 200 }, { 0, 200 } };
+		setitimer(ITIMER_REAL, &it, NULL);
+		int wrong = 0;
+		while (sig_calls < 200) {
+			if (stat(a[2], &st) != 0)
+				wrong++;
+		}
+		struct itimerval off = { { 0, 0 }, { 0, 0 } };
+		setitimer(ITIMER_REAL, &off, NULL);
+		printf("signal %d %s\n", wrong + sig_wrong, wrong + sig_wrong ? "FAIL" : "OK");
+		fflush(stdout);
+		return 3;
+	}
+	if (!strcmp(c, "wait-stdin")) {
+		/* blocks until a line arrives on stdin (the test kills the server) */
+		char line[16];
+		printf("waiting\n");
+		fflush(stdout);
+		if (!fgets(line, sizeof line, stdin))
+			return 1;
+		return 1;
+	}
+	if (!strcmp(c, "getenv")) {
+		NEED(1);
+		const char *v = getenv(a[1]);
+		printf("getenv %s=%s\n", a[1], v ? v : "(unset)");
+		fflush(stdout);
+		return 2;
+	}
+	fprintf(stderr, "hookcall: unknown command %s\n", c);
+	exit(2);
+}
+
+static int run(char **a, int n)
+{
+	while (n > 0) {
+		if (!strcmp(a[0], "--")) {
+			a++;
+			n--;
+			continue;
+		}
+		int used = one(a, n);
+		a += used;
+		n -= used;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	return run(argv + 1, argc - 1);
+}

@@ -1,0 +1,105 @@
+"""A real build under the real sandbox: kiln trace with this machine's dpkg
+registry, the preload library and the trace server together. A configure
+step probes for sqlite3 (installed here: libsqlite3-dev is a build
+dependency of kiln itself) the way autoconf does."""
+import json
+import re
+import shutil
+
+import pytest
+
+from conftest import run
+
+CONFIGURE = r"""#!/bin/sh
+# Probes for sqlite3 as autoconf does: compile and link a test program.
+cat > conftest.c <<'C'
+#include <sqlite3.h>
+int main(void) { return sqlite3_libversion_number() == 0; }
+C
+if gcc -o conftest conftest.c -lsqlite3 2>conftest.err; then
+  echo "checking for sqlite3... yes"; echo "HAVE_SQLITE3=1" > config.mk
+else
+  echo "checking for sqlite3... no"; echo "HAVE_SQLITE3=0" > config.mk
+fi
+rm -f conftest conftest.c
+"""
+
+
+def hidden_group(report, package):
+    """The report's group of files hidden for `package`, e.g. "  pkg (2)"."""
+    return re.search(rf"^  {re.escape(package)} \(\d+\)$", report, re.M) is not None
+
+
+@pytest.fixture(scope="module")
+def dpkg_db(kiln_bin, tmp_path_factory):
+    for pkg in ("gcc", "libc6-dev", "libsqlite3-dev"):
+        r = run(["dpkg-query", "-W", "-f=${db:Status-Status}", pkg])
+        assert r.stdout == "installed", f"{pkg} must be installed (see .ci/deps)"
+    db = tmp_path_factory.mktemp("dpkg") / "registry.db"
+    r = run([kiln_bin, "registry", "--db", db, "import", "dpkg"])
+    assert r.returncode == 0, r.stderr
+    return db
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "configure").write_text(CONFIGURE)
+    (tmp_path / "configure").chmod(0o755)
+    return tmp_path
+
+
+def test_undeclared_library_is_absent_and_reported(kiln_bin, dpkg_db, project):
+    r = run([kiln_bin, "trace", "--db", dpkg_db, "--deps", "gcc,libc6-dev",
+             "--json", "report.json", "--", "./configure"], cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert "checking for sqlite3... no" in r.stdout
+    assert (project / "config.mk").read_text() == "HAVE_SQLITE3=0\n"
+    assert "sqlite3.h: No such file or directory" in (project / "conftest.err").read_text()
+    # The report names the package and the process that reached for it.
+    assert hidden_group(r.stderr, "libsqlite3-dev")
+    assert "/usr/include/sqlite3.h" in r.stderr
+    rep = json.loads((project / "report.json").read_text())
+    hidden = {h["path"]: h for h in rep["hidden"]}
+    h = hidden["/usr/include/sqlite3.h"]
+    assert h["package"] == "libsqlite3-dev"
+    assert h["argv"][0].endswith("cc1")  # the compiler proper, not the driver
+    assert "conftest.c" in h["argv"]
+
+
+def test_declared_library_is_found(kiln_bin, dpkg_db, project):
+    r = run([kiln_bin, "trace", "--db", dpkg_db, "--deps", "gcc,libc6-dev,libsqlite3-dev",
+             "--", "./configure"], cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert "checking for sqlite3... yes" in r.stdout
+    assert not hidden_group(r.stderr, "libsqlite3-dev")
+    assert "declared: gcc, libc6-dev, libsqlite3-dev (" in r.stderr
+
+
+def test_build_depends_from_control(kiln_bin, dpkg_db, project):
+    control = project / "control"
+    control.write_text("Source: probe\n"
+                       "Build-Depends: gcc (>= 4), libc6-dev [linux-any],\n"
+                       " libsqlite3-dev:native | libsqlite0-dev, nonexistent-pkg <stage1>\n")
+    r = run([kiln_bin, "trace", "--db", dpkg_db, "--deps-from-control", control,
+             "--", "./configure"], cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert "checking for sqlite3... yes" in r.stdout
+
+
+def test_report_only_lets_the_probe_succeed(kiln_bin, dpkg_db, project):
+    r = run([kiln_bin, "trace", "--db", dpkg_db, "--deps", "gcc,libc6-dev", "--report-only",
+             "--strict", "--", "./configure"], cwd=project)
+    assert "checking for sqlite3... yes" in r.stdout
+    assert hidden_group(r.stderr, "libsqlite3-dev")
+    assert r.returncode == 1  # --strict: it would have been hidden
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
+def test_build_writes_outside_are_refused(kiln_bin, dpkg_db, project):
+    (project / "Makefile").write_text("all:\n\techo built > out.txt\n\techo x > /var/tmp/../kiln-escape.txt || echo refused\n")
+    r = run([kiln_bin, "trace", "--db", dpkg_db, "--deps", "make", "--", "make"], cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert (project / "out.txt").read_text() == "built\n"
+    assert "refused" in r.stdout
+    assert "Permission denied" in r.stderr
+    assert "refused writes: 1" in r.stderr

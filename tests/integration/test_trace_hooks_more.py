@@ -1,0 +1,299 @@
+"""The preload library beyond single calls: symlinks, directory listings,
+processes (fork, vfork, exec, spawn, threads, signal handlers), kiln's
+environment surviving programs that clear it, and kiln's fds surviving
+programs that close them. Against the fake trace server."""
+import os
+import shutil
+import stat as st
+
+import pytest
+
+from fake_trace_server import FakeServer, EXEC
+from tracefix import HOOKCALL, PRELOAD, env_for, hookcall, make_tree, result
+
+
+@pytest.fixture
+def tree(tmp_path):
+    rules, deep = make_tree(tmp_path)
+    with FakeServer(rules) as srv:
+        yield tmp_path, srv, deep
+
+
+def statuses(lines):
+    return [result(l)[2] for l in lines]
+
+
+# ---- symlinks -------------------------------------------------------------
+
+def test_symlink_cases(tree):
+    root, srv, deep = tree
+    cases = [
+        ("vis/lnk_ok", "OK"),            # allowed link to allowed file
+        ("vis/lnk_hid", "ENOENT"),       # hidden target through an allowed symlink
+        ("badlink", "ENOENT"),           # the symlink itself is hidden
+        ("vis/dirlink/b", "ENOENT"),     # symlinked intermediate directory
+        ("vis/sub/../a", "OK"),          # ".." is the server's to resolve
+        ("vis/sub/../../hid/b", "ENOENT"),
+        ("vis/dirlink/../vis/a", "ENOENT"),  # passes through a hidden directory
+        ("vis/chain1", "ENOENT"),        # relative chain ending in a hidden file
+        ("vis/loop1", "ELOOP"),          # loops: the kernel's ELOOP
+    ]
+    args = []
+    for p, _ in cases:
+        args += ["stat", f"{root}/{p}"]
+    lines, _ = hookcall(srv.path, *args)
+    assert statuses(lines) == [want for _, want in cases]
+
+
+def test_paths_over_1000_characters(tree):
+    root, srv, deep = tree
+    assert len(str(deep / "hidden")) > 1000
+    rel = os.path.relpath(deep, root)
+    lines, _ = hookcall(srv.path, "stat", deep / "seen", "stat", deep / "hidden",
+                        "open", deep / "hidden", "r", "stat", f"{rel}/seen", "stat", f"{rel}/hidden",
+                        "readdir", deep, cwd=root)
+    assert statuses(lines) == ["OK", "ENOENT", "ENOENT", "OK", "ENOENT", "OK"]
+    assert lines[-1].split()[3:] == ["seen"]
+
+
+def test_path_too_long_for_the_protocol(tree):
+    """A relative path whose absolute form exceeds 4096 bytes: refused with
+    ENAMETOOLONG rather than asked about truncated."""
+    root, srv, deep = tree
+    rel = "/".join(["."] + [".."] * 0 + ["x" * 200] * 21)
+    lines, _ = hookcall(srv.path, "stat", rel, cwd=deep)
+    assert statuses(lines) == ["ENAMETOOLONG"]
+
+
+# ---- directory listings ------------------------------------------------------
+
+LISTERS = ["readdir", "readdir64", "readdir_r", "getdents64", "sys_getdents64", "scandir"]
+
+
+@pytest.mark.parametrize("lister", LISTERS)
+def test_listing_hides_entries(tree, lister):
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, lister, root, lister, f"{root}/vis", lister, f"{root}/hid")
+    top, vis, hid = (l.split() for l in lines)
+    assert top[2:] == ["OK", "deep", "ro", "vis"]           # hid and badlink gone
+    assert "c" not in vis and {"a", "x", "lnk_hid", "sub"} <= set(vis[3:])
+    assert hid[1:3] == ["-1", "ENOENT"]
+
+
+def test_listing_is_one_question_per_buffer(tree):
+    """A directory of 300 entries read with readdir: one QUERY_DIR batch
+    (one getdents buffer), not one question per entry."""
+    root, srv, _ = tree
+    big = root / "vis" / "big"
+    big.mkdir()
+    for i in range(300):
+        (big / f"f{i:03}").write_text("")
+    srv.rules.append(("hide", str(big / "f007")))
+    lines, _ = hookcall(srv.path, "readdir", big)
+    names = lines[0].split()[3:]
+    assert len(names) == 299 and "f007" not in names
+    dir_queries = [q for q in srv.queries() if q[1] == "dir"]
+    assert len(dir_queries) == 1 and dir_queries[0][3] == 300
+    assert not [q for q in srv.queries() if q[1] == "query" and q[2].startswith(str(big) + "/")]
+
+
+def test_more_open_streams_than_buffers(tree):
+    """100 DIR streams open at once (kiln batches 64): the others fall back to
+    one question per entry and hide the same entries."""
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, "manydirs", 100, f"{root}/vis")
+    words = lines[0].split()
+    assert words[:2] == ["manydirs", "agree=100"]
+    names = words[4:]
+    assert "a" in names and "c" not in names and "lnk_hid" in names
+
+
+@pytest.mark.parametrize("walker", ["nftw", "ftw", "fts"])
+def test_tree_walks_skip_hidden(tree, walker):
+    root, srv, _ = tree
+    w = root / "walk"
+    for d in ["sub", "hiddir/inner"]:
+        (w / d).mkdir(parents=True)
+    for f in ["a", "sub/b", "hiddir/x", "hiddir/inner/y", "hidfile"]:
+        (w / f).write_text("")
+    srv.rules += [("hide", str(w / "hiddir")), ("hide", str(w / "hidfile"))]
+    lines, _ = hookcall(srv.path, walker, w, walker, f"{root}/hid")
+    assert lines[0].split()[:3] == [walker, "0", "OK"]
+    assert lines[0].split()[3:] == [str(w), f"{w}/a", f"{w}/sub", f"{w}/sub/b"]
+    assert lines[1].split()[1:3] == ["-1", "ENOENT"]
+    # a hidden directory is not even descended into
+    assert not [q for q in srv.queries() if "/hiddir/" in q[2]]
+
+
+def test_glob_drops_hidden(tree):
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, "glob", f"{root}/*/*", "glob", f"{root}/hid/*")
+    found = lines[0].split()[2:]
+    assert f"{root}/vis/a" in found and f"{root}/ro/f" in found
+    assert not [f for f in found if "/hid/" in f or f.endswith("/vis/c")]
+    assert lines[1].split()[:2] == ["glob", "3"]  # GLOB_NOMATCH
+
+
+# ---- processes ----------------------------------------------------------------
+
+def test_fork_child_has_its_own_connection(tree):
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, "stat", f"{root}/vis/a", "fork", "stat", f"{root}/hid/b", ";",
+                        "stat", f"{root}/hid/b")
+    assert statuses(lines) == ["OK", "ENOENT", "ENOENT"]
+    assert len(set(srv.hellos)) == 2  # parent and child each connected
+
+
+def test_vfork_exec(tree):
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, "stat", f"{root}/vis/a",
+                        "vfork-exec", HOOKCALL, "stat", f"{root}/hid/b", ";",
+                        "vfork-exec", f"{root}/hid/b", ";")
+    assert lines[0].split()[2] == "OK"
+    assert lines[1].split()[2] == "ENOENT"      # the exec'd child is traced
+    assert lines[2] == "vfork-exec 0"
+    assert lines[3] == "vfork-exec 127"         # exec of a hidden file fails
+
+
+@pytest.mark.parametrize("how", ["spawn", "spawnp", "exec-env", "execvp", "execl", "fexecve"])
+def test_exec_and_spawn(tree, how):
+    root, srv, _ = tree
+    prog = "hookcall" if how in ("spawnp", "execvp") else str(HOOKCALL)
+    lines, _ = hookcall(srv.path, how, "keep", prog, "stat", f"{root}/hid/b", ";")
+    assert lines == ["stat -1 ENOENT", f"{how} 0 OK"]
+    assert any(q[3] & EXEC for q in srv.queries())
+
+
+@pytest.mark.parametrize("how", ["spawn", "exec-env"])
+def test_exec_of_hidden_target_fails(tree, how):
+    root, srv, _ = tree
+    os.chmod(root / "hid" / "b", 0o755)
+    lines, _ = hookcall(srv.path, how, "keep", f"{root}/hid/b", ";",
+                        how, "keep", f"{root}/vis/lnk_hid", ";")
+    assert lines == [f"{how} -1 ENOENT"] * 2
+
+
+def test_script_interpreter_is_checked(tree):
+    root, srv, _ = tree
+    interp = root / "hid" / "interp"
+    shutil.copy("/bin/sh", interp)
+    script = root / "vis" / "script"
+    script.write_text(f"#!{interp}\necho ran\n")
+    script.chmod(0o755)
+    ok = root / "vis" / "okscript"
+    ok.write_text("#!/bin/sh\necho ran\n")
+    ok.chmod(0o755)
+    lines, _ = hookcall(srv.path, "exec-env", "keep", script, ";", "spawn", "keep", script, ";",
+                        "exec-env", "keep", ok, ";")
+    assert lines == ["exec-env -1 ENOENT", "spawn -1 ENOENT", "ran", "exec-env 0 OK"]
+
+
+def test_system_and_popen(tree):
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, "system", f"{HOOKCALL} stat {root}/hid/b",
+                        "popen", f"{HOOKCALL} stat {root}/vis/c")
+    assert lines == ["stat -1 ENOENT", "system 0 OK", "stat -1 ENOENT", "popen 0 OK"]
+
+
+def test_threads_race_on_first_connection(tree):
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, "threads", 32, f"{root}/hid/b")
+    assert lines == ["threads 32 OK"]
+
+
+def test_hook_entered_from_signal_handler(tree):
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, "signal", f"{root}/hid/b", f"{root}/vis/a")
+    assert lines == ["signal 0 OK"]
+
+
+def test_setid_exec_is_reported(tree):
+    root, srv, _ = tree
+    prog = root / "vis" / "setgid-prog"
+    shutil.copy("/bin/true", prog)
+    os.chmod(prog, 0o2755)
+    assert os.stat(prog).st_mode & st.S_ISGID
+    lines, _ = hookcall(srv.path, "exec-env", "keep", prog, ";")
+    assert lines == ["exec-env 0 OK"]
+    assert [(e[1], e[2]) for e in srv.events] == [(1, str(prog))]
+
+
+def test_static_exec_is_reported(tree):
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, "exec-env", "keep", "/sbin/ldconfig", "--version", ";")
+    assert lines[-1] == "exec-env 0 OK"
+    assert [(e[1], e[2]) for e in srv.events] == [(2, "/sbin/ldconfig")]
+
+
+# ---- kiln's environment survives the program ---------------------------------
+
+@pytest.mark.parametrize("how", ["clear", "unset", "empty", "badsock"])
+@pytest.mark.parametrize("via", ["exec-env", "spawn", "execvp", "execl"])
+def test_env_clearing_does_not_escape(tree, how, via):
+    root, srv, _ = tree
+    # (with a cleared environment execvp searches the default PATH)
+    prog = "hookcall" if via == "execvp" and how != "clear" else str(HOOKCALL)
+    lines, _ = hookcall(srv.path, via, how, prog, "stat", f"{root}/hid/b", ";")
+    assert lines == ["stat -1 ENOENT", f"{via} 0 OK"]
+
+
+def test_env_unset_in_process_then_system(tree):
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, "unsetenv", "system", f"{HOOKCALL} stat {root}/hid/b",
+                        "popen", f"{HOOKCALL} getenv LD_PRELOAD")
+    assert lines[:2] == ["stat -1 ENOENT", "system 0 OK"]
+    assert lines[2] == f"getenv LD_PRELOAD={PRELOAD}"
+
+
+def test_program_preload_kept_after_kiln(tree):
+    root, srv, _ = tree
+    env = env_for(srv.path)
+    lines, _ = hookcall(srv.path, "exec-env", "keep", HOOKCALL, "getenv", "LD_PRELOAD", ";", env=env)
+    assert lines[0] == f"getenv LD_PRELOAD={PRELOAD}"
+
+
+# ---- kiln's fds survive the program ------------------------------------------
+
+@pytest.mark.parametrize("closer", ["close_range", "closefrom", "closeall", "dup2all", "dup3all",
+                                    "sys_close_range", "sys_closeall"])
+def test_fd_closers_do_not_break_tracing(tree, closer):
+    root, srv, _ = tree
+    lines, err = hookcall(srv.path, "stat", f"{root}/hid/b", closer, "stat", f"{root}/hid/b",
+                          "stat", f"{root}/vis/a")
+    assert statuses(lines) == ["ENOENT", "OK", "ENOENT", "OK"]
+    assert "kiln:" not in err
+
+
+def test_hook_before_kilns_constructor(tree, tmp_path):
+    """Another preloaded library's constructor runs before kiln's and calls
+    stat(): kiln initialises on that first call and answers correctly."""
+    import subprocess
+    root, srv, _ = tree
+    src = tmp_path / "early.c"
+    src.write_text(
+        '#include <stdio.h>\n#include <sys/stat.h>\n#include <errno.h>\n#include <string.h>\n'
+        '#include <stdlib.h>\n'
+        '__attribute__((constructor)) static void early(void) {\n'
+        '  struct stat st; int r = stat(getenv("EARLY_PATH"), &st);\n'
+        '  printf("early %d %s\\n", r, r ? strerrorname_np(errno) : "OK"); fflush(stdout); }\n')
+    lib = tmp_path / "early.so"
+    subprocess.run(["cc", "-D_GNU_SOURCE", "-shared", "-fPIC", "-o", lib, src], check=True)
+    env = env_for(srv.path, {"EARLY_PATH": f"{root}/hid/b"})
+    env["LD_PRELOAD"] = f"{PRELOAD}:{lib}"
+    lines, _ = hookcall(srv.path, "stat", f"{root}/vis/c", env=env)
+    assert lines == ["early -1 ENOENT", "stat -1 ENOENT"]
+
+
+@pytest.mark.parametrize("how", ["spawnp", "execvp"])
+def test_path_search_skips_hidden_candidates(tree, how):
+    """A program found first in a hidden directory of PATH is skipped: the
+    search goes on to the next candidate, as if the first did not exist."""
+    root, srv, _ = tree
+    for d, word in (("hid", "hidden"), ("vis", "visible")):
+        tool = root / d / "tool"
+        tool.write_text(f"#!/bin/sh\necho {word}\n")
+        tool.chmod(0o755)
+    env = env_for(srv.path)
+    env["PATH"] = f"{root}/hid:{root}/vis:/usr/bin:/bin"
+    lines, _ = hookcall(srv.path, how, "keep", "tool", ";", env=env)
+    assert lines == ["visible", f"{how} 0 OK"]
