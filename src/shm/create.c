@@ -47,7 +47,7 @@ static int plan(const struct shmmap_params *p, struct shmmap_header *h, struct s
 	if (!d.root_bits) {
 		d.root_bits = 16;
 		while (d.root_bits > SHMMAP_ROOT_BITS_MIN &&
-		       SHMMAP_HEADER_SIZE + (8ull << d.root_bits) > d.initial_size / 2)
+		       SHMMAP_HEADER_SIZE + (8ull << d.root_bits) > d.initial_size)
 			d.root_bits--;
 	}
 	if (d.root_bits < SHMMAP_ROOT_BITS_MIN || d.root_bits > SHMMAP_ROOT_BITS_MAX ||

@@ -98,6 +98,23 @@ static inline uint64_t shmmap_hash_bits(struct shmmap_hash h, unsigned start, un
 	return (uint64_t)(v >> start) & ((1ull << n) - 1);
 }
 
+/* Slot words. Offsets are below SHMMAP_MAX_SIZE_LIMIT (2^40), so a record's
+ * slot word also carries 24 bits of its hash (the tag): a lookup whose hash
+ * has another tag misses without touching the record. A subtrie word is its
+ * offset | 1 with the tag bits zero. Chain `next` words are plain offsets. */
+#define SHMMAP_OFF_BITS 40
+#define SHMMAP_OFF_MASK ((1ull << SHMMAP_OFF_BITS) - 1)
+
+static inline uint64_t shmmap_tag(struct shmmap_hash h)
+{
+	return h.hi >> SHMMAP_OFF_BITS;
+}
+
+static inline uint64_t shmmap_record_word(uint64_t off, struct shmmap_hash h)
+{
+	return off | shmmap_tag(h) << SHMMAP_OFF_BITS;
+}
+
 /* Internal helpers shared by the shm sources. */
 struct shmmap_header *shmmap_hdr(const struct shmmap *m);
 /* Makes sure [0, end) is backed and mapped for this process; returns 0 or -1. */

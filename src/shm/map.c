@@ -27,7 +27,7 @@ static struct shmmap_subtrie *subtrie_at(struct shmmap *m, uint64_t word, uint64
 					 unsigned start)
 {
 	uint64_t off = word & ~(uint64_t)1;
-	if (off <= parent || off % 8 ||
+	if (off > SHMMAP_OFF_MASK || off <= parent || off % 8 ||
 	    off > m->map_len - shmmap_subtrie_size(m->subtrie_bits) ||
 	    shmmap_ensure_safe(m, off + shmmap_subtrie_size(m->subtrie_bits)) != 0)
 		return NULL;
@@ -118,8 +118,10 @@ int shmmap_lookup(struct shmmap *m, const void *key, size_t len, uint64_t *value
 			bits = m->subtrie_bits;
 			continue;
 		}
+		if (w >> SHMMAP_OFF_BITS != shmmap_tag(h))
+			return 0; /* another hash's chain: miss without touching it */
 		uint64_t last = 0;
-		return chain_find(m, w, h, key, len, value, &last) == W_HIT;
+		return chain_find(m, w & SHMMAP_OFF_MASK, h, key, len, value, &last) == W_HIT;
 	}
 	return 0;
 }
@@ -250,7 +252,8 @@ enum shmmap_status shmmap_insert(struct shmmap *m, const void *key, size_t len,
 		if (w == 0) {
 			if (!mine && !(mine = new_record(m, h, key, len, value)))
 				return SHMMAP_FULL;
-			if (atomic_compare_exchange_strong_explicit(slot, &w, mine,
+			if (atomic_compare_exchange_strong_explicit(slot, &w,
+								    shmmap_record_word(mine, h),
 								    memory_order_release,
 								    memory_order_acquire)) {
 				counted(m, &hdr->entries);
@@ -274,13 +277,17 @@ enum shmmap_status shmmap_insert(struct shmmap *m, const void *key, size_t len,
 		}
 
 		uint32_t klen;
-		struct shmmap_record *head = record_at(m, w, &klen);
+		uint64_t head_off = w & SHMMAP_OFF_MASK;
+		struct shmmap_record *head = record_at(m, head_off, &klen);
 		if (!head)
+			return SHMMAP_CORRUPT;
+		struct shmmap_hash hh = { head->hash_lo, head->hash_hi };
+		if (w >> SHMMAP_OFF_BITS != shmmap_tag(hh))
 			return SHMMAP_CORRUPT;
 		if (same_hash(head, h)) {
 			/* Same 128-bit hash: the key is in this chain or goes at its end. */
 			uint64_t found, last = 0;
-			enum walk r = chain_find(m, w, h, key, len, &found, &last);
+			enum walk r = chain_find(m, head_off, h, key, len, &found, &last);
 			if (r == W_CORRUPT)
 				return SHMMAP_CORRUPT;
 			if (r == W_HIT) {
@@ -307,7 +314,6 @@ enum shmmap_status shmmap_insert(struct shmmap *m, const void *key, size_t len,
 
 		/* A different key's chain holds our slot: push it one level down into
 		 * a new subtrie, publish that, and retry there. */
-		struct shmmap_hash hh = { head->hash_lo, head->hash_hi };
 		uint64_t sub = new_subtrie(m, table, start + bits, w, hh);
 		if (!sub)
 			return SHMMAP_FULL;

@@ -44,10 +44,11 @@ static int in_bounds(const struct walker *w, uint64_t off, uint64_t size)
 	return off >= w->m->root_off && off % 8 == 0 && off <= w->limit && size <= w->limit - off;
 }
 
-static int walk_chain(struct walker *w, uint64_t head, int depth)
+static int walk_chain(struct walker *w, uint64_t word, int depth)
 {
 	struct shmmap *m = w->m;
 	struct shmmap_hash hh = { 0, 0 };
+	uint64_t head = word & SHMMAP_OFF_MASK;
 	for (uint64_t off = head, n = 0; off; n++) {
 		if (!in_bounds(w, off, sizeof(struct shmmap_record)))
 			return fail(w, "record offset out of bounds or misaligned", off);
@@ -58,8 +59,11 @@ static int walk_chain(struct walker *w, uint64_t head, int depth)
 		if (klen > SHMMAP_MAX_KEY || !in_bounds(w, off, shmmap_record_size(klen)))
 			return fail(w, "record key length out of bounds", off);
 		struct shmmap_hash rh = { r->hash_lo, r->hash_hi };
-		if (n == 0)
+		if (n == 0) {
 			hh = rh;
+			if (word >> SHMMAP_OFF_BITS != shmmap_tag(rh))
+				return fail(w, "slot's hash tag does not match its record", off);
+		}
 		if (w->validating) {
 			struct shmmap_hash kh = shmmap_hash_key(m, r->key, klen);
 			if (kh.lo != rh.lo || kh.hi != rh.hi)
@@ -102,6 +106,8 @@ static int walk_table(struct walker *w, uint64_t table, _Atomic uint64_t *slots,
 			continue;
 		}
 		uint64_t off = word & ~(uint64_t)1;
+		if (off > SHMMAP_OFF_MASK)
+			return fail(w, "subtrie word has tag bits set", off);
 		if (depth + 1 >= MAX_DEPTH || level_start(m, depth + 1) >= 128 + bits)
 			return fail(w, "subtries nest deeper than the hash has bits", off);
 		if (off <= table || !in_bounds(w, off, shmmap_subtrie_size(m->subtrie_bits)))

@@ -95,9 +95,10 @@ def test_not_a_map_is_refused(kiln_bin, tmp_path):
 def test_validate_finds_a_corrupt_slot(kiln_bin, mapfile):
     for i in range(20):
         shm(kiln_bin, "put", mapfile, f"/corrupt/{i}", str(i))
+    st = dict(line.split(None, 1) for line in shm(kiln_bin, "stats", mapfile).stdout.splitlines())
     with open(mapfile, "r+b") as f:
         f.seek(HEADER)
-        root = f.read(8 << 11)
+        root = f.read(8 << int(st["root_bits"]))
         slot = next(i for i in range(0, len(root), 8)
                     if struct.unpack_from("<Q", root, i)[0] not in (0,))
         good = struct.unpack_from("<Q", root, slot)[0]

@@ -292,12 +292,16 @@ static void validate_catches_corruption(void **state)
 	_Atomic uint64_t *slot = some_slot(&f->m);
 	assert_non_null(slot);
 	uint64_t good = *slot;
-	struct shmmap_record *r = (struct shmmap_record *)(f->m.base + good);
+	struct shmmap_record *r = (struct shmmap_record *)(f->m.base + (good & SHMMAP_OFF_MASK));
 
 	*slot = good + 8; /* into the middle of a record */
 	expect_invalid(&f->m, "not a record");
-	*slot = good | 1; /* a record passed off as a subtrie */
+	*slot = (good & SHMMAP_OFF_MASK) | 1; /* a record passed off as a subtrie */
 	expect_invalid(&f->m, "not a subtrie");
+	*slot = good | 1;
+	expect_invalid(&f->m, "tag bits set");
+	*slot = good ^ (1ull << 50); /* the slot's hash tag disagrees */
+	expect_invalid(&f->m, "hash tag does not match");
 	*slot = f->m.map_len - 64; /* past everything allocated */
 	expect_invalid(&f->m, "out of bounds");
 	*slot = 12; /* inside the header, misaligned */
