@@ -27,7 +27,7 @@ static int plan(const struct shmmap_params *p, struct shmmap_header *h, struct s
 	if (!d.max_size)
 		d.max_size = 1ull << 30;
 	if (!d.subtrie_bits)
-		d.subtrie_bits = 6;
+		d.subtrie_bits = 4;
 	d.initial_size = round_up(d.initial_size, SHMMAP_GROW_UNIT);
 	d.max_size = round_up(d.max_size, SHMMAP_GROW_UNIT);
 	if (d.max_size > SHMMAP_MAX_SIZE_LIMIT) {
