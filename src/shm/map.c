@@ -21,13 +21,19 @@ static inline _Atomic uint64_t *root_slots(const struct shmmap *m)
 	return (_Atomic uint64_t *)(m->base + m->root_off);
 }
 
+/* Nothing but the root table lives below this. */
+static inline uint64_t root_end(const struct shmmap *m)
+{
+	return m->root_off + (8ull << m->root_bits);
+}
+
 /* The subtrie `word` (odd) published in the table at `parent`, expected to
  * index from bit `start`; NULL when it is not a well-formed subtrie. */
 static struct shmmap_subtrie *subtrie_at(struct shmmap *m, uint64_t word, uint64_t parent,
 					 unsigned start)
 {
 	uint64_t off = word & ~(uint64_t)1;
-	if (off > SHMMAP_OFF_MASK || off <= parent || off % 8 ||
+	if (off > SHMMAP_OFF_MASK || off <= parent || off < root_end(m) || off % 8 ||
 	    off > m->map_len - shmmap_subtrie_size(m->subtrie_bits) ||
 	    shmmap_ensure_safe(m, off + shmmap_subtrie_size(m->subtrie_bits)) != 0)
 		return NULL;
@@ -42,7 +48,7 @@ static struct shmmap_subtrie *subtrie_at(struct shmmap *m, uint64_t word, uint64
  * NULL when it is not a well-formed record inside the backed range. */
 static struct shmmap_record *record_at(struct shmmap *m, uint64_t off, uint32_t *klen)
 {
-	if (off < m->root_off || off % 8 || off > m->map_len - sizeof(struct shmmap_record) ||
+	if (off < root_end(m) || off % 8 || off > m->map_len - sizeof(struct shmmap_record) ||
 	    shmmap_ensure_safe(m, off + sizeof(struct shmmap_record)) != 0)
 		return NULL;
 	struct shmmap_record *r = (struct shmmap_record *)(m->base + off);
@@ -174,10 +180,9 @@ static int grow_to(struct shmmap *m, uint64_t end)
 static uint64_t alloc(struct shmmap *m, uint64_t size)
 {
 	struct shmmap_header *hdr = shmmap_hdr(m);
-	uint64_t root_end = m->root_off + (8ull << m->root_bits);
 	uint64_t old = atomic_load_explicit(&hdr->alloc_end, memory_order_relaxed);
 	for (;;) {
-		if (old < root_end || old % 8 || old > m->map_len || size > m->map_len - old)
+		if (old < root_end(m) || old % 8 || old > m->map_len || size > m->map_len - old)
 			return 0;
 		if (grow_to(m, old + size) != 0)
 			return 0;

@@ -41,7 +41,7 @@ static int fail(struct walker *w, const char *what, uint64_t off)
 
 static int in_bounds(const struct walker *w, uint64_t off, uint64_t size)
 {
-	return off >= w->m->root_off && off % 8 == 0 && off <= w->limit && size <= w->limit - off;
+	return off >= w->m->root_off + (8ull << w->m->root_bits) && off % 8 == 0 && off <= w->limit && size <= w->limit - off;
 }
 
 static int walk_chain(struct walker *w, uint64_t word, int depth)
