@@ -69,7 +69,7 @@ static inline int same_hash(const struct shmmap_record *r, struct shmmap_hash h)
 static inline int same_key(const struct shmmap_record *r, uint32_t klen, const void *key,
 			   size_t len)
 {
-	return klen == len && memcmp(r->key, key, len) == 0;
+	return klen == len && (len == 0 || memcmp(r->key, key, len) == 0);
 }
 
 enum walk { W_HIT, W_MISS, W_CORRUPT };
@@ -206,7 +206,8 @@ static uint64_t new_record(struct shmmap *m, struct shmmap_hash h, const void *k
 	atomic_store_explicit(&r->next, 0, memory_order_relaxed);
 	r->key_len = (uint32_t)len;
 	r->tag = SHMMAP_RECORD_TAG;
-	memcpy(r->key, key, len);
+	if (len) /* key may be NULL when empty */
+		memcpy(r->key, key, len);
 	return off;
 }
 
