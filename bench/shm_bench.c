@@ -630,26 +630,26 @@ int main(int argc, char **argv)
 	       "map created with default parameters, lookups through a read-only handle,\n"
 	       "each kind measured after one untimed pass over all its keys\n\n",
 	       BATCHES, BATCH, RTT_BATCHES, RTT_BATCH);
-	printf("%-40s %10s %10s %10s\n", "ns per lookup", "1k keys", "100k keys", "1M keys");
-	printf("%-40s %10.1f %10.1f %10.1f\n", "shm map, hit", r[0].hit, r[1].hit, r[2].hit);
-	printf("%-40s %10.1f %10.1f %10.1f\n", "shm map, miss", r[0].miss, r[1].miss, r[2].miss);
-	printf("%-40s %10.1f %10.1f %10.1f\n", "(a) pshared mutex + hash table, hit",
+	printf("%-44s %10s %10s %10s\n", "ns per lookup", "1k keys", "100k keys", "1M keys");
+	printf("%-44s %10.1f %10.1f %10.1f\n", "shm map, hit", r[0].hit, r[1].hit, r[2].hit);
+	printf("%-44s %10.1f %10.1f %10.1f\n", "shm map, miss", r[0].miss, r[1].miss, r[2].miss);
+	printf("%-44s %10.1f %10.1f %10.1f\n", "(a) pshared mutex + hash table, hit",
 	       r[0].mutex_hit, r[1].mutex_hit, r[2].mutex_hit);
-	printf("%-40s %10s %10.1f %10s\n", "(b) unix socket round trip, hit", "-", socket_rtt, "-");
-	printf("%-40s %10s %10.1f %10s\n", "shm map, hit, Zipf(1)-skewed keys", "-", zipf_hit, "-");
-	printf("%-40s %10s %10.1f %10s\n", "shm map, hit, root of 2^18 slots", "-", root18_hit, "-");
-	printf("%-40s %10s %10.1f %10s\n", "one random dependent load (calibration)", "-", load_ns, "-");
-	printf("%-40s %10.2f %10.2f %10.2f\n", "ratio (a) / shm hit", r[0].mutex_hit / r[0].hit,
+	printf("%-44s %10s %10.1f %10s\n", "(b) unix socket round trip, hit", "-", socket_rtt, "-");
+	printf("%-44s %10s %10.1f %10s\n", "shm map, hit, Zipf(1)-skewed keys", "-", zipf_hit, "-");
+	printf("%-44s %10s %10.1f %10s\n", "shm map, hit, root of 2^18 slots (4 MiB)", "-", root18_hit, "-");
+	printf("%-44s %10s %10.1f %10s\n", "one random dependent load (calibration)", "-", load_ns, "-");
+	printf("%-44s %10.2f %10.2f %10.2f\n", "ratio (a) / shm hit", r[0].mutex_hit / r[0].hit,
 	       r[1].mutex_hit / r[1].hit, r[2].mutex_hit / r[2].hit);
-	printf("%-40s %10s %10.1f %10s\n", "ratio (b) / shm hit", "-", socket_rtt / r[1].hit, "-");
-	printf("%-40s %10s %10.2f %10s\n", "ratio shm hit / dependent load", "-", r[1].hit / load_ns, "-");
-	printf("%-40s %10.0f %10.0f %10.0f\n", "shm map bytes used per key", r[0].bytes_per_key,
+	printf("%-44s %10s %10.1f %10s\n", "ratio (b) / shm hit", "-", socket_rtt / r[1].hit, "-");
+	printf("%-44s %10s %10.2f %10s\n", "ratio shm hit / dependent load", "-", r[1].hit / load_ns, "-");
+	printf("%-44s %10.0f %10.0f %10.0f\n", "shm map bytes used per key", r[0].bytes_per_key,
 	       r[1].bytes_per_key, r[2].bytes_per_key);
-	printf("\n%-40s %10s %10s %10s\n", "shm inserts per second (400k keys)", "1 proc",
+	printf("\n%-44s %10s %10s %10s\n", "shm inserts per second (400k keys)", "1 proc",
 	       "2 procs", "4 procs");
-	printf("%-40s %10.0f %10.0f %10.0f\n", "median of 3 runs, file grows from 1 MiB", ips[0],
+	printf("%-44s %10.0f %10.0f %10.0f\n", "median of 3 runs, file grows from 1 MiB", ips[0],
 	       ips[1], ips[2]);
-	printf("%-40s %10.2f %10.2f %10.2f\n", "ratio to 1 process", 1.0, ips[1] / ips[0],
+	printf("%-44s %10.2f %10.2f %10.2f\n", "ratio to 1 process", 1.0, ips[1] / ips[0],
 	       ips[2] / ips[0]);
 	printf("\nThe calibration row chases pointers at random through as many bytes as the\n"
 	       "100k-key map uses (%.1f MiB): no lookup that must touch that memory at random\n"

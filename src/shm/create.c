@@ -45,7 +45,7 @@ static int plan(const struct shmmap_params *p, struct shmmap_header *h, struct s
 		return -1;
 	}
 	if (!d.root_bits) {
-		d.root_bits = 16;
+		d.root_bits = 18;
 		while (d.root_bits > SHMMAP_ROOT_BITS_MIN &&
 		       SHMMAP_HEADER_SIZE + (8ull << d.root_bits) > d.initial_size)
 			d.root_bits--;

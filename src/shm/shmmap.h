@@ -67,7 +67,8 @@ struct shmmap_params {
 	uint64_t initial_size; /* bytes committed at creation (default 1 MiB) */
 	uint64_t max_size;     /* bytes reserved, never exceeded (default 1 GiB) */
 	unsigned root_bits;    /* root table has 2^root_bits slots (default: the
-	                          largest <= 16 that fits in the initial size) */
+	                          largest <= 18 that fits in the initial size, so
+	                          2^16 for 1 MiB, 2^18 from 2 MiB + 4 KiB) */
 	unsigned subtrie_bits; /* each subtrie has 2^subtrie_bits slots (default 4) */
 	uint64_t seed;         /* hash seed (default: from the clock and pid) */
 	unsigned mode;         /* file mode for shmmap_create (default 0600) */
