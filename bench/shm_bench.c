@@ -451,6 +451,62 @@ static double time_socket_lookups(struct shmmap *m, const struct keys *k)
 	return median(per, RTT_BATCHES);
 }
 
+/* ---- a fresh process: what trace mode's short-lived processes pay -------- */
+
+#define FRESH_RUNS 21
+#define FRESH_LOOKUPS 100
+
+/* In a new process: ns to attach read-only, and ns per lookup for its first
+ * FRESH_LOOKUPS lookups of random keys (each may first-touch a page of the
+ * mapping: a minor page fault). Medians over FRESH_RUNS processes. */
+static void time_fresh_process(const char *path, const struct keys *k, int prefault,
+			       double *attach_ns, double *first_ns)
+{
+	double at[FRESH_RUNS], fl[FRESH_RUNS];
+	for (int run = 0; run < FRESH_RUNS; run++) {
+		int pfd[2];
+		if (pipe(pfd) != 0)
+			die("pipe");
+		fflush(NULL);
+		pid_t pid = fork();
+		if (pid < 0)
+			die("fork");
+		if (pid == 0) {
+			struct shmmap m;
+			char err[256];
+			double r[2];
+			double t0 = now_ns();
+			if (shmmap_attach(&m, path, SHMMAP_RDONLY, err, sizeof err) != 0)
+				_exit(2);
+			if (prefault && shmmap_prefault(&m) != 0)
+				_exit(4);
+			double t1 = now_ns();
+			uint64_t hits = 0, v;
+			for (int i = 0; i < FRESH_LOOKUPS; i++) {
+				size_t j = mix((uint64_t)run * 1000 + (uint64_t)i) % k->n;
+				hits += (uint64_t)shmmap_lookup(&m, k->buf + k->off[j], k->len[j], &v);
+			}
+			double t2 = now_ns();
+			r[0] = t1 - t0;
+			r[1] = (t2 - t1) / FRESH_LOOKUPS;
+			if (hits != FRESH_LOOKUPS || write(pfd[1], r, sizeof r) != sizeof r)
+				_exit(3);
+			_exit(0);
+		}
+		close(pfd[1]);
+		double r[2];
+		int st;
+		if (read_full(pfd[0], r, sizeof r) != 0)
+			die("fresh process");
+		close(pfd[0]);
+		waitpid(pid, &st, 0);
+		at[run] = r[0];
+		fl[run] = r[1];
+	}
+	*attach_ns = median(at, FRESH_RUNS);
+	*first_ns = median(fl, FRESH_RUNS);
+}
+
 /* ---- inserts per second with P processes -------------------------------- */
 
 struct start_line {
@@ -542,6 +598,7 @@ int main(int argc, char **argv)
 	static const size_t sizes[] = { 1000, 100000, 1000000 };
 	struct size_result r[3];
 	double socket_rtt = 0, zipf_hit = 0, load_ns = 0, root18_hit = 0;
+	double fresh_attach = 0, fresh_lookup = 0, pf_attach = 0, pf_lookup = 0;
 
 	for (int s = 0; s < 3; s++) {
 		struct keys in, out;
@@ -566,6 +623,8 @@ int main(int argc, char **argv)
 		munmap(t, t->size);
 		if (sizes[s] == 100000) {
 			socket_rtt = time_socket_lookups(&m, &in);
+			time_fresh_process(path, &in, 0, &fresh_attach, &fresh_lookup);
+			time_fresh_process(path, &in, 1, &pf_attach, &pf_lookup);
 			size_t total = (size_t)BATCH * BATCHES;
 			uint32_t *z = make_zipf_order(in.n, total, 7);
 			double per[BATCHES];
@@ -639,6 +698,10 @@ int main(int argc, char **argv)
 	printf("%-44s %10s %10.1f %10s\n", "shm map, hit, Zipf(1)-skewed keys", "-", zipf_hit, "-");
 	printf("%-44s %10s %10.1f %10s\n", "shm map, hit, root of 2^18 slots (4 MiB)", "-", root18_hit, "-");
 	printf("%-44s %10s %10.1f %10s\n", "one random dependent load (calibration)", "-", load_ns, "-");
+	printf("%-44s %10s %10.1f %10s\n", "new process: attach read-only", "-", fresh_attach, "-");
+	printf("%-44s %10s %10.1f %10s\n", "new process: each of its first 100 hits", "-", fresh_lookup, "-");
+	printf("%-44s %10s %10.1f %10s\n", "new process: attach + shmmap_prefault", "-", pf_attach, "-");
+	printf("%-44s %10s %10.1f %10s\n", "  then each of its first 100 hits", "-", pf_lookup, "-");
 	printf("%-44s %10.2f %10.2f %10.2f\n", "ratio (a) / shm hit", r[0].mutex_hit / r[0].hit,
 	       r[1].mutex_hit / r[1].hit, r[2].mutex_hit / r[2].hit);
 	printf("%-44s %10s %10.1f %10s\n", "ratio (b) / shm hit", "-", socket_rtt / r[1].hit, "-");
@@ -671,6 +734,10 @@ int main(int argc, char **argv)
 	}
 	fprintf(f, "  \"socket_roundtrip_ns\": %.1f,\n", socket_rtt);
 	fprintf(f, "  \"zipf_hit_ns_100k\": %.1f,\n", zipf_hit);
+	fprintf(f, "  \"fresh_process_attach_ns\": %.1f,\n", fresh_attach);
+	fprintf(f, "  \"fresh_process_first_hits_ns_100k\": %.1f,\n", fresh_lookup);
+	fprintf(f, "  \"fresh_process_attach_prefault_ns_100k\": %.1f,\n", pf_attach);
+	fprintf(f, "  \"fresh_process_prefaulted_first_hits_ns_100k\": %.1f,\n", pf_lookup);
 	fprintf(f, "  \"hit_ns_100k_root18\": %.1f,\n", root18_hit);
 	fprintf(f, "  \"dependent_load_ns_100k_bytes\": %.1f,\n", load_ns);
 	fprintf(f, "  \"ratio_socket_over_shm_hit_100k\": %.2f,\n", socket_rtt / r[1].hit);

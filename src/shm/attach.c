@@ -247,3 +247,15 @@ void shmmap_detach(struct shmmap *m)
 	m->fd = -1;
 	errno = saved;
 }
+
+int shmmap_prefault(struct shmmap *m)
+{
+	if (!m->base)
+		return -1;
+	shmmap_ensure_safe(m, m->map_len); /* refreshes the known-backed size */
+	uint64_t len = __atomic_load_n(&m->safe_size, __ATOMIC_RELAXED) & ~(uint64_t)4095;
+	int saved = errno;
+	int rc = len ? madvise(m->base, len, MADV_POPULATE_READ) : 0;
+	errno = saved;
+	return rc == 0 ? 0 : -1;
+}

@@ -97,6 +97,14 @@ int shmmap_attach_fd(struct shmmap *m, int fd, int mode, char *err, size_t errle
 
 void shmmap_detach(struct shmmap *m);
 
+/* Maps every page of the file that exists now into this process's page
+ * tables in one call (madvise MADV_POPULATE_READ), instead of one minor page
+ * fault per first-touched page later. A fresh process that will look up many
+ * keys gains (see bench-shm: "new process" rows); one that looks up a few
+ * loses. Hook-path safe. Returns 0, or -1 (errno preserved) when the kernel
+ * cannot (older than 5.14) or the file shrank. */
+int shmmap_prefault(struct shmmap *m);
+
 /* Wait-free lookup. Returns 1 and sets *value on a hit, 0 on a miss (also when
  * the path to the key is corrupt). */
 int shmmap_lookup(struct shmmap *m, const void *key, size_t len, uint64_t *value);

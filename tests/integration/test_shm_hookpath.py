@@ -10,7 +10,7 @@ HOOK_PATH_OBJECTS = ["attach", "map", "hash", "errbuf"]
 ALLOWED = {
     # syscalls wrappers
     "open", "open64", "close", "fstat", "fstat64", "pread", "pread64", "mmap", "mmap64",
-    "munmap", "fallocate", "fallocate64", "__errno_location",
+    "munmap", "madvise", "fallocate", "fallocate64", "__errno_location",
     # pure memory functions
     "memcmp", "memcpy", "memset", "bcmp",
     # compiler support
