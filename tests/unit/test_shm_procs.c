@@ -369,11 +369,99 @@ static void killed_and_stopped_workers_leave_a_valid_map(void **state)
 	shm_test_rmdir(dir);
 }
 
+/* ---- fork while other threads insert ------------------------------------ */
+
+struct busy {
+	struct shmmap *m;
+	int id;
+	atomic_int *stop;
+};
+
+static void *busy_inserter(void *arg)
+{
+	struct busy *b = arg;
+	char key[SHMMAP_MAX_KEY];
+	/* The first pass adds keys, later passes find them: always inserting. */
+	for (uint64_t j = 0; !atomic_load(b->stop); j++) {
+		uint64_t id = 50000000ull * (uint64_t)(b->id + 1) + j % 20000;
+		enum shmmap_status st = shmmap_insert(b->m, key, shm_test_key(key, id, 100), id, NULL);
+		if (st != SHMMAP_INSERTED && st != SHMMAP_EXISTS)
+			break;
+	}
+	return NULL;
+}
+
+/* A child forked while other threads are in the middle of inserts must find
+ * nothing held: it looks up what was there before, inserts its own keys and
+ * exits; had anything taken a lock, the child would hang here. */
+static void fork_while_threads_insert(void **state)
+{
+	(void)state;
+	char *dir = shm_test_dir();
+	char path[600], err[256], key[SHMMAP_MAX_KEY];
+	snprintf(path, sizeof path, "%s/map", dir);
+	struct shmmap m;
+	struct shmmap_params p = { .initial_size = 64 << 10, .max_size = 256ull << 20 };
+	assert_int_equal(shmmap_create(&m, path, &p, err, sizeof err), 0);
+	for (uint64_t i = 0; i < 2000; i++)
+		assert_int_equal(shmmap_insert(&m, key, shm_test_key(key, i, 60), i, NULL),
+				 SHMMAP_INSERTED);
+	atomic_int stop = 0;
+	pthread_t t[3];
+	struct busy b[3];
+	for (int i = 0; i < 3; i++) {
+		b[i] = (struct busy){ &m, i, &stop };
+		assert_int_equal(pthread_create(&t[i], NULL, busy_inserter, &b[i]), 0);
+	}
+	for (int c = 0; c < 30; c++) {
+		fflush(NULL);
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			alarm(20); /* a hang fails the test instead of stalling it */
+			for (uint64_t i = 0; i < 2000; i++) {
+				uint64_t v;
+				if (shmmap_lookup(&m, key, shm_test_key(key, i, 60), &v) != 1 || v != i)
+					_exit(10);
+			}
+			for (uint64_t i = 0; i < 200; i++) {
+				uint64_t id = 90000000ull + (uint64_t)c * 1000 + i;
+				if (shmmap_insert(&m, key, shm_test_key(key, id, 60), id, NULL) !=
+				    SHMMAP_INSERTED)
+					_exit(11);
+			}
+			_exit(0);
+		}
+		int st;
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			fail_msg("child %d after fork: status %#x", c, st);
+	}
+	atomic_store(&stop, 1);
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+	for (uint64_t c = 0; c < 30; c++)
+		for (uint64_t i = 0; i < 200; i++) {
+			uint64_t id = 90000000ull + c * 1000 + i, v;
+			assert_int_equal(shmmap_lookup(&m, key, shm_test_key(key, id, 60), &v), 1);
+			assert_int_equal(v, id);
+		}
+	long long n = shmmap_validate(&m, err, sizeof err);
+	if (n < 0)
+		fail_msg("validate: %s", err);
+	assert_true(n >= 2000 + 30 * 200);
+	shmmap_detach(&m);
+	shm_test_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(processes_race_while_growing),
 		cmocka_unit_test(killed_and_stopped_workers_leave_a_valid_map),
+#ifndef __SANITIZE_THREAD__ /* TSan does not support fork in a threaded process */
+		cmocka_unit_test(fork_while_threads_insert),
+#endif
 	};
 	return cmocka_run_group_tests_name("shm-processes", tests, NULL, NULL);
 }
