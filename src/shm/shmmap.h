@@ -140,6 +140,22 @@ void shmmap_stats(struct shmmap *m, struct shmmap_stats *st);
  * described in err. Not for hook paths (recursion, linear time). */
 long long shmmap_validate(struct shmmap *m, char *err, size_t errlen);
 
+/* Lazy, lock-free attach for one handle shared by every thread of a process
+ * (the preload library's case): zero-initialize a static struct shmmap_lazy
+ * and call shmmap_lazy_get on each lookup. The first caller opens the file
+ * with open_fd(ctx) (which must be hook-path safe and return an fd, or -1)
+ * and attaches in `mode`; while that is under way, other callers (threads,
+ * or a signal handler interrupting it) get NULL at once instead of waiting,
+ * as they do for good if opening or attaching failed (or if the process was
+ * forked while another thread was attaching): NULL means "go uncached".
+ * The fd is closed by shmmap_detach of the lazy map. */
+struct shmmap_lazy {
+	int state; /* atomic: 0 untried, 1 attaching, 2 ready, 3 failed */
+	struct shmmap map;
+};
+struct shmmap *shmmap_lazy_get(struct shmmap_lazy *l, int (*open_fd)(void *ctx), void *ctx,
+			       int mode);
+
 /* The default hash. */
 struct shmmap_hash shmmap_hash_default(const void *key, size_t len, uint64_t seed);
 

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-HOOK_PATH_OBJECTS = ["attach", "map", "hash", "errbuf"]
+HOOK_PATH_OBJECTS = ["attach", "map", "hash", "errbuf", "lazy"]
 ALLOWED = {
     # syscalls wrappers
     "open", "open64", "close", "fstat", "fstat64", "pread", "pread64", "mmap", "mmap64",

@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -210,11 +211,93 @@ static void signal_handler_inserts_and_lookups(void **state)
 	shm_test_rmdir(dir);
 }
 
+/* ---- lazy attach shared by threads ------------------------------------- */
+
+struct lazy_ctx {
+	const char *path;
+	atomic_int opens;
+	int fail;
+};
+
+static int open_counted(void *arg)
+{
+	struct lazy_ctx *c = arg;
+	atomic_fetch_add(&c->opens, 1);
+	return c->fail ? -1 : open(c->path, O_RDONLY | O_CLOEXEC);
+}
+
+static struct shmmap_lazy lazy;
+static struct lazy_ctx lazy_ctx;
+
+struct lazy_thread {
+	struct shmmap *got;
+	int hits;
+};
+
+static void *lazy_user(void *arg)
+{
+	struct lazy_thread *t = arg;
+	char key[SHMMAP_MAX_KEY];
+	for (int i = 0; i < 2000; i++) {
+		struct shmmap *m = shmmap_lazy_get(&lazy, open_counted, &lazy_ctx, SHMMAP_RDONLY);
+		if (!m)
+			continue; /* someone else is attaching: go uncached */
+		if (t->got && t->got != m)
+			return NULL;
+		t->got = m;
+		uint64_t v;
+		if (shmmap_lookup(m, key, shm_test_key(key, (uint64_t)i % 500, 20), &v) &&
+		    v == (uint64_t)i % 500)
+			t->hits++;
+	}
+	return NULL;
+}
+
+static void lazy_attach_once_for_all_threads(void **state)
+{
+	(void)state;
+	char *dir = shm_test_dir();
+	char path[600], err[256], key[SHMMAP_MAX_KEY];
+	snprintf(path, sizeof path, "%s/map", dir);
+	struct shmmap w;
+	assert_int_equal(shmmap_create(&w, path, NULL, err, sizeof err), 0);
+	for (uint64_t i = 0; i < 500; i++)
+		assert_int_equal(shmmap_insert(&w, key, shm_test_key(key, i, 20), i, NULL),
+				 SHMMAP_INSERTED);
+
+	memset(&lazy, 0, sizeof lazy);
+	lazy_ctx = (struct lazy_ctx){ .path = path };
+	pthread_t t[THREADS];
+	struct lazy_thread lt[THREADS] = { { 0 } };
+	for (int i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, lazy_user, &lt[i]), 0);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	assert_int_equal(atomic_load(&lazy_ctx.opens), 1);
+	for (int i = 0; i < THREADS; i++) {
+		assert_ptr_equal(lt[i].got, &lazy.map);
+		assert_true(lt[i].hits > 0);
+	}
+	assert_int_equal(shmmap_insert(&lazy.map, "x", 1, 1, NULL), SHMMAP_INVALID);
+	shmmap_detach(&lazy.map);
+
+	/* A failed open is tried once; after that every caller goes uncached. */
+	memset(&lazy, 0, sizeof lazy);
+	lazy_ctx = (struct lazy_ctx){ .path = path, .fail = 1 };
+	for (int i = 0; i < 10; i++)
+		assert_null(shmmap_lazy_get(&lazy, open_counted, &lazy_ctx, SHMMAP_RDONLY));
+	assert_int_equal(atomic_load(&lazy_ctx.opens), 1);
+
+	shmmap_detach(&w);
+	shm_test_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(threads_race_while_growing),
 		cmocka_unit_test(signal_handler_inserts_and_lookups),
+		cmocka_unit_test(lazy_attach_once_for_all_threads),
 	};
 	return cmocka_run_group_tests_name("shm-threads", tests, NULL, NULL);
 }
