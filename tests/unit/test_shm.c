@@ -493,6 +493,69 @@ static void garbage_never_crashes(void **state)
 	in_child(garbage_child, f, 0);
 }
 
+/* Random values in every header field, many times over: attach refuses or
+ * accepts, and whatever it accepts, lookups, inserts, validate and iterate
+ * must neither crash nor hang. */
+static void header_fuzz_child(void *arg)
+{
+	struct fx *f = arg;
+	struct shmmap_header good;
+	memcpy(&good, f->m.base, sizeof good);
+	int fd = open(f->path, O_RDWR);
+	if (fd < 0)
+		_exit(3);
+	static const struct { size_t off, size; } fields[] = {
+		{ offsetof(struct shmmap_header, version), 4 },
+		{ offsetof(struct shmmap_header, header_size), 4 },
+		{ offsetof(struct shmmap_header, max_size), 8 },
+		{ offsetof(struct shmmap_header, root_off), 8 },
+		{ offsetof(struct shmmap_header, root_bits), 4 },
+		{ offsetof(struct shmmap_header, subtrie_bits), 4 },
+		{ offsetof(struct shmmap_header, max_key), 8 },
+		{ offsetof(struct shmmap_header, committed), 8 },
+		{ offsetof(struct shmmap_header, alloc_end), 8 },
+	};
+	int accepted = 0;
+	for (uint64_t round = 0; round < 400; round++) {
+		if (pwrite(fd, &good, sizeof good, 0) != (ssize_t)sizeof good)
+			_exit(4);
+		uint64_t x = shm_test_mix(round + 99);
+		size_t i = x % (sizeof fields / sizeof fields[0]);
+		/* Small numbers near the real ones, wild ones, and (half the time)
+		 * plausible-but-wrong allocation bounds, which attach accepts. */
+		uint64_t v = (x >> 8) & 1 ? shm_test_mix(x) : (x >> 16) % 70000;
+		if ((x >> 10) & 1) {
+			uint64_t root_end = good.root_off + (8ull << good.root_bits);
+			i = 7 + ((x >> 11) & 1); /* committed or alloc_end */
+			v = (root_end + shm_test_mix(x + 1) % (good.max_size - root_end)) & ~7ull;
+		}
+		if (pwrite(fd, &v, fields[i].size, (off_t)fields[i].off) != (ssize_t)fields[i].size)
+			_exit(5);
+		struct shmmap m;
+		char err[256];
+		int mode = (x >> 9) & 1 ? SHMMAP_RDWR : SHMMAP_RDONLY;
+		if (shmmap_attach(&m, f->path, mode, err, sizeof err) != 0)
+			continue;
+		accepted++;
+		lookups_everywhere(&m, 300);
+		(void)shmmap_validate(&m, err, sizeof err);
+		(void)shmmap_iterate(&m, stop_at_ten, &(int){ 0 });
+		shmmap_detach(&m);
+	}
+	if (pwrite(fd, &good, sizeof good, 0) != (ssize_t)sizeof good)
+		_exit(6);
+	close(fd);
+	if (accepted == 0)
+		_exit(7); /* the fuzz must also exercise accepted-but-odd headers */
+}
+
+static void random_headers_never_crash(void **state)
+{
+	struct fx *f = *state;
+	fill_and_check(&f->m, 3000, 30);
+	in_child(header_fuzz_child, f, 0);
+}
+
 static void ro_write_child(void *arg)
 {
 	struct shmmap *ro = arg;
@@ -676,6 +739,7 @@ int main(void)
 		T(bad_headers_are_refused),
 		T(create_refuses_existing),
 		T(garbage_never_crashes),
+		T(random_headers_never_crash),
 		T(read_only_handle),
 		T(works_across_fork),
 		cmocka_unit_test(full_at_maximum),
