@@ -23,7 +23,7 @@ static int plan(const struct shmmap_params *p, struct shmmap_header *h, struct s
 	if (p)
 		d = *p;
 	if (!d.initial_size)
-		d.initial_size = 1ull << 20;
+		d.initial_size = 4ull << 20;
 	if (!d.max_size)
 		d.max_size = 1ull << 30;
 	if (!d.subtrie_bits)

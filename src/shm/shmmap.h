@@ -64,7 +64,7 @@ struct shmmap {
 
 /* Creation parameters. Zero fields take defaults. */
 struct shmmap_params {
-	uint64_t initial_size; /* bytes committed at creation (default 1 MiB) */
+	uint64_t initial_size; /* bytes committed at creation (default 4 MiB) */
 	uint64_t max_size;     /* bytes reserved, never exceeded (default 1 GiB) */
 	unsigned root_bits;    /* root table has 2^root_bits slots (default: the
 	                          largest <= 18 that fits in the initial size, so
