@@ -23,7 +23,7 @@
 #include "shm/shmmap.h"
 
 #define BATCH 1000
-#define BATCHES 300
+#define BATCHES 300 /* a multiple of ROUNDS */
 #define RTT_BATCH 100
 #define RTT_BATCHES 101
 #define INSERT_KEYS 400000
@@ -330,48 +330,69 @@ static double mutex_batch(struct mtable *t, const struct keys *k, const uint32_t
 	return r;
 }
 
-/* Each kind of lookup is measured in the steady state: one untimed pass over
- * every key first (the map or table in the caches as far as it fits, page
- * faults of fresh mappings done), then the timed batches. Interleaving the
- * kinds batch by batch would measure each with the other's data in the
- * caches. */
-static void time_lookups(struct shmmap *m, struct mtable *t, const struct keys *in,
-			 const struct keys *out, double *hit, double *miss, double *mutex_hit)
+#define ROUNDS 5
+
+static void warm_shm(struct shmmap *m, const struct keys *k)
+{
+	uint64_t v, w = 0;
+	for (size_t i = 0; i < k->n; i++)
+		w += (uint64_t)shmmap_lookup(m, k->buf + k->off[i], k->len[i], &v);
+	sink = w;
+}
+
+/* Each kind of lookup is measured in the steady state and in turns: ROUNDS
+ * times, each kind gets an untimed pass over all its keys (its data in the
+ * caches as far as it fits, page faults of fresh mappings done) and then a
+ * block of BATCHES / ROUNDS timed batches. Taking turns spreads the machine's
+ * changing load over all kinds; the warm pass keeps one kind from being
+ * measured with another's data in the caches. `m2` (optional) is a second
+ * map holding the same keys. */
+static void time_lookups(struct shmmap *m, struct shmmap *m2, struct mtable *t,
+			 const struct keys *in, const struct keys *out, double *hit,
+			 double *miss, double *mutex_hit, double *hit2)
 {
 	size_t total = (size_t)BATCH * BATCHES;
 	uint32_t *oh = make_order(in->n, total, 1), *om = make_order(out->n, total, 2),
-		 *ox = make_order(in->n, total, 3);
-	double ph[BATCHES], pm[BATCHES], px[BATCHES];
-	uint64_t hh = 0, hm = 0, hx = 0, warm = 0;
-	uint64_t v;
+		 *ox = make_order(in->n, total, 3), *o2 = make_order(in->n, total, 4);
+	double ph[BATCHES], pm[BATCHES], px[BATCHES], p2[BATCHES];
+	uint64_t hh = 0, hm = 0, hx = 0, h2 = 0;
+	const int per_round = BATCHES / ROUNDS;
 
-	for (size_t i = 0; i < in->n; i++)
-		warm += (uint64_t)shmmap_lookup(m, in->buf + in->off[i], in->len[i], &v);
-	for (int b = 0; b < BATCHES; b++)
-		ph[b] = shm_batch(m, in, oh + (size_t)b * BATCH, &hh);
-
-	for (size_t i = 0; i < out->n; i++)
-		warm += (uint64_t)shmmap_lookup(m, out->buf + out->off[i], out->len[i], &v);
-	for (int b = 0; b < BATCHES; b++)
-		pm[b] = shm_batch(m, out, om + (size_t)b * BATCH, &hm);
-
-	for (size_t i = 0; i < in->n; i++)
-		warm += (uint64_t)mtable_lookup(t, in->buf + in->off[i], in->len[i], &v);
-	for (int b = 0; b < BATCHES; b++)
-		px[b] = mutex_batch(t, in, ox + (size_t)b * BATCH, &hx);
-	sink = warm;
-
-	if (hh != total || hm != 0 || hx != total) {
-		fprintf(stderr, "bench-shm: wrong lookup results (%llu/%llu/%llu of %zu)\n",
-			(unsigned long long)hh, (unsigned long long)hm, (unsigned long long)hx, total);
+	for (int r = 0; r < ROUNDS; r++) {
+		int b0 = r * per_round;
+		warm_shm(m, in);
+		for (int b = b0; b < b0 + per_round; b++)
+			ph[b] = shm_batch(m, in, oh + (size_t)b * BATCH, &hh);
+		warm_shm(m, out);
+		for (int b = b0; b < b0 + per_round; b++)
+			pm[b] = shm_batch(m, out, om + (size_t)b * BATCH, &hm);
+		uint64_t v, w = 0;
+		for (size_t i = 0; i < in->n; i++)
+			w += (uint64_t)mtable_lookup(t, in->buf + in->off[i], in->len[i], &v);
+		sink = w;
+		for (int b = b0; b < b0 + per_round; b++)
+			px[b] = mutex_batch(t, in, ox + (size_t)b * BATCH, &hx);
+		if (m2) {
+			warm_shm(m2, in);
+			for (int b = b0; b < b0 + per_round; b++)
+				p2[b] = shm_batch(m2, in, o2 + (size_t)b * BATCH, &h2);
+		}
+	}
+	if (hh != total || hm != 0 || hx != total || (m2 && h2 != total)) {
+		fprintf(stderr, "bench-shm: wrong lookup results (%llu/%llu/%llu/%llu of %zu)\n",
+			(unsigned long long)hh, (unsigned long long)hm, (unsigned long long)hx,
+			(unsigned long long)h2, total);
 		exit(1);
 	}
 	*hit = median(ph, BATCHES);
 	*miss = median(pm, BATCHES);
 	*mutex_hit = median(px, BATCHES);
+	if (m2)
+		*hit2 = median(p2, BATCHES);
 	free(oh);
 	free(om);
 	free(ox);
+	free(o2);
 }
 
 /* ---- (b) Unix-socket round trip to a server holding the table ----------- */
@@ -619,12 +640,30 @@ int main(int argc, char **argv)
 		r[s].n = sizes[s];
 		r[s].bytes_per_key = (double)st.bytes_used / sizes[s];
 		r[s].bytes = (double)st.bytes_used;
+		/* At 100k keys, the same keys also go into a map created with
+		 * 1 MiB, whose root has 2^16 slots instead of the default 2^18:
+		 * more keys sit one subtrie further from the root. */
+		struct shmmap small_w, small;
+		char small_path[512];
+		int with_small = sizes[s] == 100000;
+		if (with_small) {
+			map_path(small_path, sizeof small_path, "lookup-root16");
+			struct shmmap_params p16 = { .initial_size = 1 << 20 };
+			fill_map(&small_w, small_path, &in, &p16);
+			if (shmmap_attach(&small, small_path, SHMMAP_RDONLY, err, sizeof err) != 0) {
+				fprintf(stderr, "bench-shm: %s\n", err);
+				return 1;
+			}
+		}
 		struct mtable *t = mtable_create(sizes[s], &in);
-		time_lookups(&m, t, &in, &out, &r[s].hit, &r[s].miss, &r[s].mutex_hit);
+		time_lookups(&m, with_small ? &small : NULL, t, &in, &out, &r[s].hit, &r[s].miss,
+			     &r[s].mutex_hit, &root16_hit);
 		munmap(t, t->size);
-		if (sizes[s] == 100000) {
+		if (with_small) {
 			socket_rtt = time_socket_lookups(&m, &in);
 			time_fresh_process(path, &in, 0, &fresh_attach, &fresh_lookup);
+			double unused;
+			time_fresh_process(small_path, &in, 0, &unused, &root16_fresh);
 			double att[201];
 			for (int i = 0; i < 201; i++) {
 				struct shmmap a;
@@ -651,37 +690,9 @@ int main(int argc, char **argv)
 			zipf_hit = median(per, BATCHES);
 			free(z);
 			load_ns = dependent_load_ns(st.bytes_used);
-
-			/* The same keys in a map created with 1 MiB, whose root has
-			 * 2^16 slots instead of the default 2^18: more keys sit one
-			 * subtrie further from the root. */
-			struct shmmap big, bigro;
-			char bigpath[512];
-			map_path(bigpath, sizeof bigpath, "lookup-root16");
-			struct shmmap_params p16 = { .initial_size = 1 << 20 };
-			fill_map(&big, bigpath, &in, &p16);
-			if (shmmap_attach(&bigro, bigpath, SHMMAP_RDONLY, err, sizeof err) != 0) {
-				fprintf(stderr, "bench-shm: %s\n", err);
-				return 1;
-			}
-			uint64_t v, warm = 0;
-			for (size_t i = 0; i < in.n; i++)
-				warm += (uint64_t)shmmap_lookup(&bigro, in.buf + in.off[i], in.len[i], &v);
-			uint32_t *o18 = make_order(in.n, total, 11);
-			hits = 0;
-			for (int b = 0; b < BATCHES; b++)
-				per[b] = shm_batch(&bigro, &in, o18 + (size_t)b * BATCH, &hits);
-			if (hits != total || warm != in.n) {
-				fprintf(stderr, "bench-shm: root-16 lookups missed\n");
-				return 1;
-			}
-			root16_hit = median(per, BATCHES);
-			free(o18);
-			double unused;
-			time_fresh_process(bigpath, &in, 0, &unused, &root16_fresh);
-			shmmap_detach(&bigro);
-			shmmap_detach(&big);
-			unlink(bigpath);
+			shmmap_detach(&small);
+			shmmap_detach(&small_w);
+			unlink(small_path);
 		}
 		shmmap_detach(&m);
 		shmmap_detach(&w);
