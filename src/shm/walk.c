@@ -140,6 +140,8 @@ int shmmap_iterate(struct shmmap *m,
 		   int (*fn)(const void *key, size_t len, uint64_t value, void *ctx),
 		   void *ctx)
 {
+	if (!m->base)
+		return -1;
 	struct walker w;
 	memset(&w, 0, sizeof w);
 	w.m = m;
@@ -154,6 +156,10 @@ long long shmmap_validate(struct shmmap *m, char *err, size_t errlen)
 {
 	struct shm_errbuf e;
 	shm_eb_init(&e, err, errlen);
+	if (!m->base) {
+		shm_eb_str(&e, "map not attached");
+		return -1;
+	}
 	struct shmmap_header *h = shmmap_hdr(m);
 	uint64_t committed = atomic_load_explicit(&h->committed, memory_order_acquire);
 	uint64_t alloc_end = atomic_load_explicit(&h->alloc_end, memory_order_acquire);
@@ -185,8 +191,10 @@ long long shmmap_validate(struct shmmap *m, char *err, size_t errlen)
 
 void shmmap_stats(struct shmmap *m, struct shmmap_stats *st)
 {
-	struct shmmap_header *h = shmmap_hdr(m);
 	memset(st, 0, sizeof *st);
+	if (!m->base)
+		return;
+	struct shmmap_header *h = shmmap_hdr(m);
 	st->entries = atomic_load_explicit(&h->entries, memory_order_relaxed);
 	st->subtries = atomic_load_explicit(&h->subtries, memory_order_relaxed);
 	st->bytes_used = atomic_load_explicit(&h->alloc_end, memory_order_relaxed);

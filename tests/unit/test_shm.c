@@ -395,6 +395,26 @@ static void bad_headers_are_refused(void **state)
 	expect_refused(f->dir, "not a regular file");
 }
 
+static void detached_handle_is_harmless(void **state)
+{
+	(void)state;
+	struct shmmap m;
+	char err[256];
+	assert_int_equal(shmmap_attach(&m, "/nonexistent/kiln/map", SHMMAP_RDONLY, err, sizeof err), -1);
+	uint64_t v;
+	assert_int_equal(shmmap_lookup(&m, "k", 1, &v), 0);
+	assert_int_equal(shmmap_insert(&m, "k", 1, 1, &v), SHMMAP_INVALID);
+	assert_int_equal(shmmap_validate(&m, err, sizeof err), -1);
+	assert_string_equal(err, "map not attached");
+	assert_int_equal(shmmap_iterate(&m, stop_at_ten, &(int){ 0 }), -1);
+	struct shmmap_stats st;
+	shmmap_stats(&m, &st);
+	assert_int_equal(st.entries, 0);
+	assert_int_equal(shmmap_prefault(&m), -1);
+	shmmap_detach(&m);
+	shmmap_detach(&m); /* twice is fine */
+}
+
 static void create_refuses_existing(void **state)
 {
 	struct fx *f = *state;
@@ -742,6 +762,7 @@ int main(void)
 		T(random_headers_never_crash),
 		T(read_only_handle),
 		T(works_across_fork),
+		cmocka_unit_test(detached_handle_is_harmless),
 		cmocka_unit_test(full_at_maximum),
 		cmocka_unit_test(refused_growth_is_full_not_sigbus),
 		cmocka_unit_test(memfd_sealed_and_attach_fd),
