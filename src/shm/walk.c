@@ -1,0 +1,206 @@
+/* Whole-map traversals: iterate, stats, validate. Not for hook paths. */
+#include <string.h>
+
+#include "shm/errbuf.h"
+#include "shm/layout.h"
+
+#define MAX_DEPTH 72
+
+struct walker {
+	struct shmmap *m;
+	uint64_t limit;   /* nothing reachable may extend past this */
+	int validating;
+	struct shm_errbuf *e;
+	long long count;
+	uint64_t idx[MAX_DEPTH]; /* slot index taken at each level on the way down */
+	int (*fn)(const void *key, size_t len, uint64_t value, void *ctx);
+	void *ctx;
+	int stop;
+};
+
+static unsigned level_start(const struct shmmap *m, int depth)
+{
+	return depth == 0 ? 0 : m->root_bits + (unsigned)(depth - 1) * m->subtrie_bits;
+}
+
+static unsigned level_bits(const struct shmmap *m, int depth)
+{
+	return depth == 0 ? m->root_bits : m->subtrie_bits;
+}
+
+static int fail(struct walker *w, const char *what, uint64_t off)
+{
+	if (w->e) {
+		shm_eb_str(w->e, what);
+		shm_eb_str(w->e, " (offset ");
+		shm_eb_u64(w->e, off);
+		shm_eb_str(w->e, ")");
+	}
+	return -1;
+}
+
+static int in_bounds(const struct walker *w, uint64_t off, uint64_t size)
+{
+	return off >= w->m->root_off + (8ull << w->m->root_bits) && off % 8 == 0 && off <= w->limit && size <= w->limit - off;
+}
+
+static int walk_chain(struct walker *w, uint64_t word, int depth)
+{
+	struct shmmap *m = w->m;
+	struct shmmap_hash hh = { 0, 0 };
+	uint64_t head = word & SHMMAP_OFF_MASK;
+	for (uint64_t off = head, n = 0; off; n++) {
+		if (!in_bounds(w, off, sizeof(struct shmmap_record)))
+			return fail(w, "record offset out of bounds or misaligned", off);
+		struct shmmap_record *r = (struct shmmap_record *)(m->base + off);
+		uint32_t klen = __atomic_load_n(&r->key_len, __ATOMIC_RELAXED);
+		if (r->tag != SHMMAP_RECORD_TAG)
+			return fail(w, "slot points to something that is not a record", off);
+		if (klen > SHMMAP_MAX_KEY || !in_bounds(w, off, shmmap_record_size(klen)))
+			return fail(w, "record key length out of bounds", off);
+		struct shmmap_hash rh = { r->hash_lo, r->hash_hi };
+		if (n == 0) {
+			hh = rh;
+			if (word >> SHMMAP_OFF_BITS != shmmap_tag(rh))
+				return fail(w, "slot's hash tag does not match its record", off);
+		}
+		if (w->validating) {
+			struct shmmap_hash kh = shmmap_hash_key(m, r->key, klen);
+			if (kh.lo != rh.lo || kh.hi != rh.hi)
+				return fail(w, "record hash does not match its key", off);
+			if (rh.lo != hh.lo || rh.hi != hh.hi)
+				return fail(w, "collision chain mixes different hashes", off);
+			for (int d = 0; d <= depth; d++)
+				if (shmmap_hash_bits(rh, level_start(m, d), level_bits(m, d)) != w->idx[d])
+					return fail(w, "record is in a slot its hash does not select", off);
+			for (uint64_t o = head; o != off;) {
+				struct shmmap_record *p = (struct shmmap_record *)(m->base + o);
+				if (p->key_len == klen && !memcmp(p->key, r->key, klen))
+					return fail(w, "key appears twice", off);
+				o = atomic_load_explicit(&p->next, memory_order_acquire);
+			}
+		}
+		w->count++;
+		if (w->fn && (w->stop = w->fn(r->key, klen, r->value, w->ctx)) != 0)
+			return 0;
+		uint64_t next = atomic_load_explicit(&r->next, memory_order_acquire);
+		if (next && next <= off)
+			return fail(w, "collision chain points backwards", off);
+		off = next;
+	}
+	return 0;
+}
+
+static int walk_table(struct walker *w, uint64_t table, _Atomic uint64_t *slots, int depth)
+{
+	struct shmmap *m = w->m;
+	unsigned bits = level_bits(m, depth);
+	for (uint64_t i = 0; i < (1ull << bits) && !w->stop; i++) {
+		uint64_t word = atomic_load_explicit(&slots[i], memory_order_acquire);
+		w->idx[depth] = i;
+		if (word == 0)
+			continue;
+		if (!(word & 1)) {
+			if (walk_chain(w, word, depth) != 0)
+				return -1;
+			continue;
+		}
+		uint64_t off = word & ~(uint64_t)1;
+		if (off > SHMMAP_OFF_MASK)
+			return fail(w, "subtrie word has tag bits set", off);
+		if (depth + 1 >= MAX_DEPTH || level_start(m, depth + 1) >= 128 + bits)
+			return fail(w, "subtries nest deeper than the hash has bits", off);
+		if (off <= table || !in_bounds(w, off, shmmap_subtrie_size(m->subtrie_bits)))
+			return fail(w, "subtrie offset out of bounds or not after its parent", off);
+		struct shmmap_subtrie *s = (struct shmmap_subtrie *)(m->base + off);
+		if (s->tag != SHMMAP_SUBTRIE_TAG)
+			return fail(w, "slot points to something that is not a subtrie", off);
+		if (s->start_bit != level_start(m, depth + 1) || (w->validating && s->parent != table))
+			return fail(w, "subtrie header does not match its position", off);
+		if (walk_table(w, off, s->slots, depth + 1) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int walk(struct walker *w)
+{
+	struct shmmap *m = w->m;
+	struct shmmap_header *h = shmmap_hdr(m);
+	uint64_t alloc_end = atomic_load_explicit(&h->alloc_end, memory_order_acquire);
+	/* Make sure everything allocated so far is known backed, then bound the
+	 * walk by both. */
+	shmmap_ensure_safe(m, alloc_end <= m->map_len ? alloc_end : m->map_len);
+	uint64_t safe = __atomic_load_n(&m->safe_size, __ATOMIC_RELAXED);
+	w->limit = alloc_end < safe ? alloc_end : safe;
+	return walk_table(w, m->root_off, (_Atomic uint64_t *)(m->base + m->root_off), 0);
+}
+
+int shmmap_iterate(struct shmmap *m,
+		   int (*fn)(const void *key, size_t len, uint64_t value, void *ctx),
+		   void *ctx)
+{
+	if (!m->base)
+		return -1;
+	struct walker w;
+	memset(&w, 0, sizeof w);
+	w.m = m;
+	w.fn = fn;
+	w.ctx = ctx;
+	if (walk(&w) != 0)
+		return -1;
+	return w.stop;
+}
+
+long long shmmap_validate(struct shmmap *m, char *err, size_t errlen)
+{
+	struct shm_errbuf e;
+	shm_eb_init(&e, err, errlen);
+	if (!m->base) {
+		shm_eb_str(&e, "map not attached");
+		return -1;
+	}
+	struct shmmap_header *h = shmmap_hdr(m);
+	uint64_t committed = atomic_load_explicit(&h->committed, memory_order_acquire);
+	uint64_t alloc_end = atomic_load_explicit(&h->alloc_end, memory_order_acquire);
+	if (committed > m->map_len || alloc_end > m->map_len ||
+	    alloc_end < m->root_off + (8ull << m->root_bits)) {
+		shm_eb_str(&e, "header bounds out of range: committed ");
+		shm_eb_u64(&e, committed);
+		shm_eb_str(&e, ", allocated ");
+		shm_eb_u64(&e, alloc_end);
+		shm_eb_str(&e, ", maximum ");
+		shm_eb_u64(&e, m->map_len);
+		return -1;
+	}
+	if (shmmap_ensure_safe(m, alloc_end) != 0) {
+		shm_eb_str(&e, "allocated bytes (");
+		shm_eb_u64(&e, alloc_end);
+		shm_eb_str(&e, ") exceed the file's size");
+		return -1;
+	}
+	struct walker w;
+	memset(&w, 0, sizeof w);
+	w.m = m;
+	w.validating = 1;
+	w.e = &e;
+	if (walk(&w) != 0)
+		return -1;
+	return w.count;
+}
+
+void shmmap_stats(struct shmmap *m, struct shmmap_stats *st)
+{
+	memset(st, 0, sizeof *st);
+	if (!m->base)
+		return;
+	struct shmmap_header *h = shmmap_hdr(m);
+	st->entries = atomic_load_explicit(&h->entries, memory_order_relaxed);
+	st->subtries = atomic_load_explicit(&h->subtries, memory_order_relaxed);
+	st->bytes_used = atomic_load_explicit(&h->alloc_end, memory_order_relaxed);
+	st->bytes_committed = atomic_load_explicit(&h->committed, memory_order_relaxed);
+	st->max_size = m->map_len;
+	st->root_bits = m->root_bits;
+	st->subtrie_bits = m->subtrie_bits;
+	st->version = SHMMAP_VERSION;
+}

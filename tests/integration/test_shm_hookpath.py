@@ -1,0 +1,35 @@
+"""The preload library attaches to the map and looks entries up inside
+arbitrary programs, in signal handlers and after fork: the object files that
+implement attach, lookup and insert may call only async-signal-safe libc
+functions, never malloc, stdio or a lock. Checked on the built objects."""
+import subprocess
+
+import pytest
+
+HOOK_PATH_OBJECTS = ["attach", "map", "hash", "errbuf", "lazy"]
+ALLOWED = {
+    # syscalls wrappers
+    "open", "open64", "close", "fstat", "fstat64", "pread", "pread64", "mmap", "mmap64",
+    "munmap", "madvise", "fallocate", "fallocate64", "__errno_location",
+    # pure memory functions
+    "memcmp", "memcpy", "memset", "bcmp",
+    # compiler support
+    "__stack_chk_fail", "_GLOBAL_OFFSET_TABLE_",
+}
+
+
+def undefined_symbols(path):
+    out = subprocess.run(["nm", "-u", str(path)], capture_output=True, text=True, check=True)
+    return {line.split()[-1] for line in out.stdout.splitlines() if line.strip()}
+
+
+@pytest.mark.parametrize("name", HOOK_PATH_OBJECTS)
+def test_hook_path_calls_only_signal_safe_functions(build_dir, name):
+    obj = build_dir / "obj" / "src" / "shm" / f"{name}.o"
+    if not obj.exists():
+        pytest.fail(f"{obj} not built")
+    calls = {s for s in undefined_symbols(obj)
+             if not s.startswith(("shmmap_", "shm_eb_", "__asan", "__tsan", "__ubsan",
+                                  "__sanitizer", "__msan"))}
+    assert calls <= ALLOWED, f"{obj.name} calls {sorted(calls - ALLOWED)}"
+
