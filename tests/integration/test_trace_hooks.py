@@ -129,6 +129,17 @@ def test_function(tree, func):
     assert "kiln:" not in err
 
 
+def test_null_and_empty_paths_are_the_kernels(tree):
+    root, srv, _ = tree
+    lines, err = hookcall(srv.path, "oddpaths")
+    assert [result(l) for l in lines] == [
+        ("stat-null", -1, "EFAULT"), ("open-null", -1, "EFAULT"),
+        ("stat-empty", -1, "ENOENT"), ("open-empty", -1, "ENOENT"),
+        ("mkdir-empty", -1, "ENOENT"), ("fstatat-empty-noflag", -1, "ENOENT"),
+        ("readlink-null", -1, "EFAULT")]
+    assert srv.queries() == []  # nothing to ask about
+
+
 def test_uninitialised_fails_closed(tmp_path):
     """Preloaded without a server (KILN_SOCKET unset, or nobody listening):
     every checked call fails with EIO, one message per process, nothing hangs."""

@@ -286,6 +286,18 @@ static int one(char **a, int n)
 	if (!strcmp(c, "utimensat")) { NEED(1); CALL("utimensat", utimensat(AT_FDCWD, a[1], NULL, 0)); return 2; }
 	if (!strcmp(c, "mkstemp")) { NEED(1); snprintf(buf, sizeof buf, "%s", a[1]); CALL("mkstemp", mkstemp(buf)); return 2; }
 	if (!strcmp(c, "mkdtemp")) { NEED(1); snprintf(buf, sizeof buf, "%s", a[1]); CALLP("mkdtemp", mkdtemp(buf)); return 2; }
+	if (!strcmp(c, "oddpaths")) {
+		/* NULL and "" are the kernel's to refuse, with its own errno */
+		const char *volatile nul = NULL;
+		CALL("stat-null", stat(nul, &st));
+		CALL("open-null", open(nul, O_RDONLY));
+		CALL("stat-empty", stat("", &st));
+		CALL("open-empty", open("", O_RDONLY));
+		CALL("mkdir-empty", mkdir("", 0755));
+		CALL("fstatat-empty-noflag", fstatat(AT_FDCWD, "", &st, 0));
+		CALL("readlink-null", readlink(nul, buf, sizeof buf));
+		return 1;
+	}
 	if (!strcmp(c, "tmpfile")) { CALLP("tmpfile", tmpfile()); return 1; }
 	if (!strcmp(c, "dlopen")) {
 		NEED(1);
