@@ -651,7 +651,9 @@ static int one(char **a, int n)
 		return k < n ? k + 1 : k;
 	}
 	if (!strcmp(c, "spawn") || !strcmp(c, "spawnp") || !strcmp(c, "exec-env") ||
-	    !strcmp(c, "execvp") || !strcmp(c, "execl") || !strcmp(c, "fexecve")) {
+	    !strcmp(c, "execvp") || !strcmp(c, "execl") || !strcmp(c, "fexecve") ||
+	    !strcmp(c, "execvpe") || !strcmp(c, "execle") || !strcmp(c, "execlp") ||
+	    !strcmp(c, "execveat") || !strcmp(c, "execv")) {
 		/* spawn ENVHOW PROG ARGS... ; */
 		NEED(2);
 		int k = 2;
@@ -682,6 +684,18 @@ static int one(char **a, int n)
 				else if (!strcmp(c, "execvp")) {
 					environ = envp;
 					execvp(argv[0], argv);
+				} else if (!strcmp(c, "execvpe")) {
+					execvpe(argv[0], argv, envp);
+				} else if (!strcmp(c, "execv")) {
+					environ = envp;
+					execv(argv[0], argv);
+				} else if (!strcmp(c, "execle")) {
+					execle(argv[0], argv[0], argv[1], argv[2], argv[3], (char *)NULL, envp);
+				} else if (!strcmp(c, "execlp")) {
+					environ = envp;
+					execlp(argv[0], argv[0], argv[1], argv[2], argv[3], (char *)NULL);
+				} else if (!strcmp(c, "execveat")) {
+					execveat(AT_FDCWD, argv[0], argv, envp, 0);
 				} else if (!strcmp(c, "fexecve")) {
 					int fd = open(argv[0], O_RDONLY | O_CLOEXEC);
 					if (fd >= 0)
