@@ -206,6 +206,15 @@ def test_threads_race_on_first_connection(tree):
     assert lines == ["threads 32 OK"]
 
 
+def test_fork_while_threads_are_asking(tree):
+    """Children forked while other threads hold pooled connections mid-question
+    get their own connections and correct answers."""
+    root, srv, _ = tree
+    lines, err = hookcall(srv.path, "forkstorm", 40, f"{root}/hid/b")
+    assert lines == ["forkstorm 0 OK"]
+    assert "kiln:" not in err
+
+
 def test_hook_entered_from_signal_handler(tree):
     root, srv, _ = tree
     lines, _ = hookcall(srv.path, "signal", f"{root}/hid/b", f"{root}/vis/a")

@@ -171,6 +171,19 @@ static void *race(void *arg)
 	return NULL;
 }
 
+/* ---- fork while other threads are in the middle of a question ---------- */
+static volatile int storm_stop;
+static const char *storm_path;
+
+static void *storm(void *arg)
+{
+	(void)arg;
+	struct stat st;
+	while (!storm_stop)
+		stat(storm_path, &st);
+	return NULL;
+}
+
 /* ---- a hook entered from a signal handler ------------------------------- */
 static const char *sig_path;
 static volatile sig_atomic_t sig_calls, sig_wrong;
@@ -760,6 +773,32 @@ static int one(char **a, int n)
 			good += race_results[i] == ENOENT;
 		}
 		printf("threads %d %s\n", good, good == nt ? "OK" : "FAIL");
+		fflush(stdout);
+		return 3;
+	}
+	if (!strcmp(c, "forkstorm")) {
+		/* forkstorm N PATH: 4 threads stat PATH in a loop while the main
+		 * thread forks N children that each stat PATH once */
+		NEED(2);
+		int nf = atoi(a[1]);
+		storm_path = a[2];
+		pthread_t t[4];
+		for (int i = 0; i < 4; i++)
+			pthread_create(&t[i], NULL, storm, NULL);
+		int bad = 0;
+		for (int i = 0; i < nf; i++) {
+			pid_t pid = fork();
+			if (pid == 0) {
+				int r = stat(storm_path, &st);
+				_exit(r == -1 && errno == ENOENT ? 0 : 1);
+			}
+			if (spawn_wait(pid) != 0)
+				bad++;
+		}
+		storm_stop = 1;
+		for (int i = 0; i < 4; i++)
+			pthread_join(t[i], NULL);
+		printf("forkstorm %d %s\n", bad, bad ? "FAIL" : "OK");
 		fflush(stdout);
 		return 3;
 	}
