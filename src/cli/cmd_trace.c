@@ -226,26 +226,25 @@ static const char *absolute(const char *p, const char *cwd, char **owned)
  * `make install` lays it out. */
 static int find_preload(char *out, size_t len)
 {
-	char exe[PATH_MAX];
+	char exe[PATH_MAX], first[PATH_MAX + 32];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	if (n <= 0) {
 		fprintf(stderr, "kiln trace: cannot read /proc/self/exe: %s\n", strerror(errno));
 		return -1;
 	}
 	exe[n] = '\0';
-	char *slash = strrchr(exe, '/');
-	*slash = '\0';
-	if (snprintf(out, len, "%s/libkiln-trace.so", exe) < (int)len && access(out, R_OK) == 0)
+	*strrchr(exe, '/') = '\0';
+	snprintf(first, sizeof first, "%s/libkiln-trace.so", exe);
+	if (snprintf(out, len, "%s", first) < (int)len && access(out, R_OK) == 0)
 		return 0;
 	char *up = strrchr(exe, '/');
-	if (up) {
+	if (up)
 		*up = '\0';
-		if (snprintf(out, len, "%s/lib/kiln/libkiln-trace.so", exe) < (int)len &&
-		    access(out, R_OK) == 0)
-			return 0;
-	}
-	fprintf(stderr, "kiln trace: cannot find libkiln-trace.so next to the kiln executable "
-			"nor in ../lib/kiln/\n");
+	if (snprintf(out, len, "%s/lib/kiln/libkiln-trace.so", exe) < (int)len &&
+	    access(out, R_OK) == 0)
+		return 0;
+	fprintf(stderr, "kiln trace: cannot find the preload library: neither %s nor %s is readable\n",
+		first, out);
 	return -1;
 }
 

@@ -3,6 +3,7 @@
 import json
 import os
 import pathlib
+import shutil
 import signal
 import socket
 import struct
@@ -441,6 +442,8 @@ def test_json_report_and_log(world, traced):
     assert rc == 4
     rep = json.loads((world.build / "report.json").read_text())
     assert rep["exit_status"] == 4 and rep["mode"] == "enforce"
+    assert rep["declared"] == ["libdep-dev"]
+    assert rep["closure_packages"] == 2   # libdep-dev and the Essential base
     [h] = rep["hidden"]
     assert h["package"] == "libfoo-dev" and h["path"] == f"{world.inc}/foo.h"
     assert h["pid"] == os.getpid() and any("pytest" in a for a in h["argv"])
@@ -480,6 +483,8 @@ Architecture: any
     finally:
         t.kill()
     assert rc == 0
+    assert "declared: libdep-dev (closure" in err   # the alternative installed
+    assert "build-essential (implied by Debian policy" in err
     assert "debhelper-compat is not installed" in err
     assert "not-installed-anywhere is not installed" in err
     del script
@@ -542,3 +547,19 @@ def test_bad_policy_file_is_an_error(world, kiln_bin, tmp_path):
     r = run([kiln_bin, "trace", *world.args, "--policy", policy, "--", "true"], cwd=world.build)
     assert r.returncode == 125
     assert f"{policy}:1: unknown directive 'alow'" in r.stderr
+
+
+def test_preload_library_found_in_the_installed_layout(world, build_dir, tmp_path):
+    prefix = tmp_path / "prefix"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "lib" / "kiln").mkdir(parents=True)
+    shutil.copy(build_dir / "kiln", prefix / "bin" / "kiln")
+    shutil.copy(build_dir / "libkiln-trace.so", prefix / "lib" / "kiln" / "libkiln-trace.so")
+    r = run([prefix / "bin" / "kiln", "trace", *world.args, "--", "sh", "-c", 'echo "$LD_PRELOAD"'],
+            cwd=world.build)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split(":")[0].strip() == str(prefix / "lib" / "kiln" / "libkiln-trace.so")
+    (prefix / "lib" / "kiln" / "libkiln-trace.so").unlink()
+    r = run([prefix / "bin" / "kiln", "trace", *world.args, "--", "true"], cwd=world.build)
+    assert r.returncode == 125
+    assert "cannot find the preload library" in r.stderr

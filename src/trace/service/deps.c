@@ -17,6 +17,21 @@ int trace_deps_closure(struct kiln_registry *reg, const char *const *names, size
 		       const struct dep_list *control, FILE *warn,
 		       struct registry_pkgset *out, char *err, size_t errlen)
 {
+	const char **declared;
+	size_t nd;
+	int rc = trace_deps_closure_named(reg, names, n, control, warn, out, &declared, &nd,
+					  err, errlen);
+	free(declared);
+	return rc;
+}
+
+int trace_deps_closure_named(struct kiln_registry *reg, const char *const *names, size_t n,
+			     const struct dep_list *control, FILE *warn,
+			     struct registry_pkgset *out, const char ***declared,
+			     size_t *ndeclared, char *err, size_t errlen)
+{
+	*declared = NULL;
+	*ndeclared = 0;
 	size_t total = n + (control ? control->n + 1 : 0);
 	const char **all = calloc(total + 1, sizeof *all);
 	if (!all) {
@@ -50,7 +65,8 @@ int trace_deps_closure(struct kiln_registry *reg, const char *const *names, size
 				      "Build-Depends) is not installed; ignored\n");
 	}
 	int rc = registry_closure(reg, all, k, true, out, err, errlen);
-	free(all);
+	*declared = all;
+	*ndeclared = k;
 	return rc;
 }
 

@@ -20,6 +20,14 @@ int trace_deps_closure(struct kiln_registry *reg, const char *const *names, size
 		       const struct dep_list *control, FILE *warn,
 		       struct registry_pkgset *out, char *err, size_t errlen);
 
+/* The same, also returning the names actually declared (the --deps names,
+ * the alternative chosen in each group, build-essential) in *declared (an
+ * array to free; its strings belong to `names` and `control`). */
+int trace_deps_closure_named(struct kiln_registry *reg, const char *const *names, size_t n,
+			     const struct dep_list *control, FILE *warn,
+			     struct registry_pkgset *out, const char ***declared,
+			     size_t *ndeclared, char *err, size_t errlen);
+
 struct registry_oracle {
 	struct kiln_registry *reg;
 	const struct registry_pkgset *closure;

@@ -98,6 +98,11 @@ void tracelog_write_text(const struct tracelog *t, FILE *out)
 
 	fprintf(out, "\nkiln trace report%s\n",
 		t->report_only ? " (report only: nothing was hidden or refused)" : "");
+	fputs("  declared:", out);
+	for (size_t i = 0; i < t->ndeclared; i++)
+		fprintf(out, "%s %s", i ? "," : "", t->declared[i]);
+	fprintf(out, "%s (closure with the Essential packages: %zu packages)\n",
+		t->ndeclared ? "" : " nothing", t->closure_size);
 	fprintf(out, "  %s: %zu path%s, from %zu package%s outside the dependency closure\n",
 		t->report_only ? "would be hidden" : "hidden",
 		t->hidden.n, t->hidden.n == 1 ? "" : "s", npkgs, npkgs == 1 ? "" : "s");
@@ -276,6 +281,13 @@ int tracelog_write_json(const struct tracelog *t, const char *file, int exit_sta
 		fprintf(f, "\"exit_status\":%d,", exit_status);
 	else
 		fputs("\"exit_status\":null,", f);
+	fputs("\n\"declared\":[", f);
+	for (size_t i = 0; i < t->ndeclared; i++) {
+		if (i)
+			fputc(',', f);
+		json_cstr(f, t->declared[i]);
+	}
+	fprintf(f, "],\"closure_packages\":%zu,", t->closure_size);
 	fputs("\n\"hidden\":", f);
 	json_findings(f, t, hid, t->hidden.n);
 	fputs(",\n\"refused_writes\":", f);

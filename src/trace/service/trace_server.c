@@ -27,6 +27,8 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	char err[1024];
 	struct dep_list control = { 0 };
 	struct registry_pkgset closure = { 0 };
+	const char **declared = NULL;
+	size_t ndeclared = 0;
 	struct trace_service *ts = NULL;
 	int listen_fd = -1, rc = TRACE_SERVER_FAILED;
 
@@ -37,8 +39,8 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	    control_build_depends(cfg->control, deps_host_arch(), getenv("DEB_BUILD_PROFILES"),
 				  &control, err, sizeof err) < 0)
 		goto fail;
-	if (trace_deps_closure(reg, cfg->deps, cfg->ndeps, cfg->control ? &control : NULL,
-			       stderr, &closure, err, sizeof err) < 0)
+	if (trace_deps_closure_named(reg, cfg->deps, cfg->ndeps, cfg->control ? &control : NULL,
+				     stderr, &closure, &declared, &ndeclared, err, sizeof err) < 0)
 		goto fail;
 	struct registry_oracle ro = { .reg = reg, .closure = &closure };
 	ts = trace_service_new(cfg->policy, registry_oracle(&ro), cfg->report_only);
@@ -46,6 +48,9 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 		snprintf(err, sizeof err, "out of memory");
 		goto fail;
 	}
+	ts->log.declared = declared;
+	ts->log.ndeclared = ndeclared;
+	ts->log.closure_size = closure.n;
 	if ((listen_fd = kiln_server_listen(cfg->socket, err, sizeof err)) < 0)
 		goto fail;
 	say_ready(ready_fd, NULL);
@@ -87,6 +92,7 @@ fail:
 out:
 	trace_service_free(ts);
 	registry_pkgset_free(&closure);
+	free(declared);
 	dep_list_free(&control);
 	if (reg)
 		registry_close(reg);

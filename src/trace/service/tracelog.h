@@ -51,6 +51,8 @@ struct tracelog {
 	size_t nevents, capevents;
 	unsigned long queries, dir_queries, entries_hidden, failures;
 	double server_cpu;       /* seconds of CPU the server used (set at the end) */
+	const char *const *declared; /* the declared dependencies (not owned) */
+	size_t ndeclared, closure_size;
 };
 
 void tracelog_init(struct tracelog *t, bool report_only);
