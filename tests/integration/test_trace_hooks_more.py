@@ -178,6 +178,15 @@ def test_exec_of_hidden_target_fails(tree, how):
     assert lines == [f"{how} -1 ENOENT"] * 2  # (fexecve: its open already fails)
 
 
+def test_fexecve_checks_the_fd(tree):
+    """An fd of a hidden file obtained behind kiln's back cannot be run."""
+    root, srv, _ = tree
+    os.chmod(root / "hid" / "b", 0o755)
+    lines, _ = hookcall(srv.path, "raw-fexecve", "keep", f"{root}/hid/b", ";",
+                        "raw-fexecve", "keep", HOOKCALL, "stat", f"{root}/vis/a", ";")
+    assert lines == ["raw-fexecve -1 ENOENT", "stat 0 OK", "raw-fexecve 0 OK"]
+
+
 def test_script_interpreter_is_checked(tree):
     root, srv, _ = tree
     interp = root / "hid" / "interp"

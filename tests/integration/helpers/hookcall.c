@@ -202,6 +202,19 @@ static void on_alarm(int s)
 
 static int run(char **a, int n);
 
+/* openat with the syscall instruction itself: no hook sees it (to obtain an
+ * fd of a hidden file, as a program that bypasses the library could). */
+static int raw_open(const char *path)
+{
+	long ret;
+	register long r10 __asm__("r10") = 0;
+	__asm__ volatile("syscall" : "=a"(ret)
+			 : "a"((long)SYS_openat), "D"((long)AT_FDCWD), "S"(path),
+			   "d"((long)(O_RDONLY | O_CLOEXEC)), "r"(r10)
+			 : "rcx", "r11", "memory");
+	return (int)ret;
+}
+
 static int spawn_wait(pid_t pid)
 {
 	int st;
@@ -666,7 +679,7 @@ static int one(char **a, int n)
 	if (!strcmp(c, "spawn") || !strcmp(c, "spawnp") || !strcmp(c, "exec-env") ||
 	    !strcmp(c, "execvp") || !strcmp(c, "execl") || !strcmp(c, "fexecve") ||
 	    !strcmp(c, "execvpe") || !strcmp(c, "execle") || !strcmp(c, "execlp") ||
-	    !strcmp(c, "execveat") || !strcmp(c, "execv")) {
+	    !strcmp(c, "execveat") || !strcmp(c, "execv") || !strcmp(c, "raw-fexecve")) {
 		/* spawn ENVHOW PROG ARGS... ; */
 		NEED(2);
 		int k = 2;
@@ -709,8 +722,9 @@ static int one(char **a, int n)
 					execlp(argv[0], argv[0], argv[1], argv[2], argv[3], (char *)NULL);
 				} else if (!strcmp(c, "execveat")) {
 					execveat(AT_FDCWD, argv[0], argv, envp, 0);
-				} else if (!strcmp(c, "fexecve")) {
-					int fd = open(argv[0], O_RDONLY | O_CLOEXEC);
+				} else if (!strcmp(c, "fexecve") || !strcmp(c, "raw-fexecve")) {
+					int fd = c[0] == 'r' ? raw_open(argv[0])
+							     : open(argv[0], O_RDONLY | O_CLOEXEC);
 					if (fd >= 0)
 						fexecve(fd, argv, envp);
 				} else {
