@@ -178,6 +178,13 @@ def test_exec_of_hidden_target_fails(tree, how):
     assert lines == [f"{how} -1 ENOENT"] * 2  # (fexecve: its open already fails)
 
 
+def test_dirfd_of_a_hidden_directory(tree):
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, "raw-openat", f"{root}/hid", "b",
+                        "raw-openat", f"{root}/vis", "a")
+    assert statuses(lines) == ["ENOENT", "ENOENT", "OK", "OK"]
+
+
 def test_fexecve_checks_the_fd(tree):
     """An fd of a hidden file obtained behind kiln's back cannot be run."""
     root, srv, _ = tree
