@@ -155,22 +155,43 @@ def test_vfork_exec(tree):
     assert lines[3] == "vfork-exec 127"         # exec of a hidden file fails
 
 
-@pytest.mark.parametrize("how", ["spawn", "spawnp", "exec-env", "execvp", "execl", "fexecve"])
+EXECS = ["spawn", "spawnp", "exec-env", "execv", "execvp", "execvpe", "execl", "execle", "execlp",
+         "execveat", "fexecve"]
+BY_NAME = ("spawnp", "execvp", "execvpe", "execlp")  # PATH searched
+
+
+@pytest.mark.parametrize("how", EXECS)
 def test_exec_and_spawn(tree, how):
     root, srv, _ = tree
-    prog = "hookcall" if how in ("spawnp", "execvp") else str(HOOKCALL)
+    prog = "hookcall" if how in BY_NAME else str(HOOKCALL)
     lines, _ = hookcall(srv.path, how, "keep", prog, "stat", f"{root}/hid/b", ";")
     assert lines == ["stat -1 ENOENT", f"{how} 0 OK"]
     assert any(q[3] & EXEC for q in srv.queries())
 
 
-@pytest.mark.parametrize("how", ["spawn", "exec-env"])
+@pytest.mark.parametrize("how", [h for h in EXECS if h not in BY_NAME])
 def test_exec_of_hidden_target_fails(tree, how):
     root, srv, _ = tree
     os.chmod(root / "hid" / "b", 0o755)
     lines, _ = hookcall(srv.path, how, "keep", f"{root}/hid/b", ";",
                         how, "keep", f"{root}/vis/lnk_hid", ";")
-    assert lines == [f"{how} -1 ENOENT"] * 2
+    assert lines == [f"{how} -1 ENOENT"] * 2  # (fexecve: its open already fails)
+
+
+def test_dirfd_of_a_hidden_directory(tree):
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, "raw-openat", f"{root}/hid", "b",
+                        "raw-openat", f"{root}/vis", "a")
+    assert statuses(lines) == ["ENOENT", "ENOENT", "OK", "OK"]
+
+
+def test_fexecve_checks_the_fd(tree):
+    """An fd of a hidden file obtained behind kiln's back cannot be run."""
+    root, srv, _ = tree
+    os.chmod(root / "hid" / "b", 0o755)
+    lines, _ = hookcall(srv.path, "raw-fexecve", "keep", f"{root}/hid/b", ";",
+                        "raw-fexecve", "keep", HOOKCALL, "stat", f"{root}/vis/a", ";")
+    assert lines == ["raw-fexecve -1 ENOENT", "stat 0 OK", "raw-fexecve 0 OK"]
 
 
 def test_script_interpreter_is_checked(tree):
@@ -201,6 +222,15 @@ def test_threads_race_on_first_connection(tree):
     assert lines == ["threads 32 OK"]
 
 
+def test_fork_while_threads_are_asking(tree):
+    """Children forked while other threads hold pooled connections mid-question
+    get their own connections and correct answers."""
+    root, srv, _ = tree
+    lines, err = hookcall(srv.path, "forkstorm", 40, f"{root}/hid/b")
+    assert lines == ["forkstorm 0 OK"]
+    assert "kiln:" not in err
+
+
 def test_hook_entered_from_signal_handler(tree):
     root, srv, _ = tree
     lines, _ = hookcall(srv.path, "signal", f"{root}/hid/b", f"{root}/vis/a")
@@ -228,11 +258,11 @@ def test_static_exec_is_reported(tree):
 # ---- kiln's environment survives the program ---------------------------------
 
 @pytest.mark.parametrize("how", ["clear", "unset", "empty", "badsock"])
-@pytest.mark.parametrize("via", ["exec-env", "spawn", "execvp", "execl"])
+@pytest.mark.parametrize("via", EXECS)
 def test_env_clearing_does_not_escape(tree, how, via):
     root, srv, _ = tree
-    # (with a cleared environment execvp searches the default PATH)
-    prog = "hookcall" if via == "execvp" and how != "clear" else str(HOOKCALL)
+    # (with a cleared environment, a PATH search uses the default PATH)
+    prog = "hookcall" if via in BY_NAME and how != "clear" else str(HOOKCALL)
     lines, _ = hookcall(srv.path, via, how, prog, "stat", f"{root}/hid/b", ";")
     assert lines == ["stat -1 ENOENT", f"{via} 0 OK"]
 

@@ -78,3 +78,20 @@ def test_env_clearing_under_kiln_trace(traced):
                      "exec-env", "badsock", HOOKCALL, "stat", f"{root}/hid/b", ";")
     assert lines == ["stat -1 ENOENT", "exec-env 0 OK", "stat -1 ENOENT", "spawn 0 OK",
                      "stat -1 ENOENT", "exec-env 0 OK"]
+
+
+def test_exec_events_reach_the_report(traced, tmp_path):
+    """A set-gid target and a static binary, exec'd by a traced process, are
+    named in kiln trace's report with the process that ran them."""
+    import os
+    import shutil
+    root, trace = traced
+    prog = root / "vis" / "setgid-true"
+    shutil.copy("/bin/true", prog)
+    os.chmod(prog, 0o2755)
+    lines, report = trace("exec-env", "keep", prog, ";",
+                          "exec-env", "keep", "/sbin/ldconfig", "--version", ";")
+    assert lines[0] == "exec-env 0 OK" and lines[-1] == "exec-env 0 OK"
+    events = {(e["kind"], e["path"]) for e in report["exec_events"]}
+    assert ("setuid", str(prog)) in events
+    assert ("static", "/sbin/ldconfig") in events

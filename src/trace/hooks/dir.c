@@ -239,9 +239,15 @@ KT_EXPORT int readdir_r(DIR *d, struct dirent *entry, struct dirent **result)
 
 KT_EXPORT int closedir(DIR *d)
 {
-	struct dslot *s = slot_find(d);
-	if (s)
-		atomic_store_explicit(&s->owner, NULL, memory_order_release);
+	/* Every slot of d: two threads racing on one stream's first readdir
+	 * may both have claimed one, and a stale slot would serve the next
+	 * DIR allocated at the same address. */
+	for (int i = 0; i < NSLOTS; i++) {
+		DIR *mine = d;
+		atomic_compare_exchange_strong_explicit(&slots[i].owner, &mine, NULL,
+							memory_order_release,
+							memory_order_relaxed);
+	}
 	return REAL(closedir, int (*)(DIR *))(d);
 }
 

@@ -20,6 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/types.h>
@@ -28,6 +31,23 @@
 #include <utime.h>
 
 extern char **environ;
+
+/* glibc exports these; its headers declare them only under _FORTIFY_SOURCE
+ * or not at all any more (the __xstat era). */
+int __open_2(const char *, int);
+int __open64_2(const char *, int);
+int __openat_2(int, const char *, int);
+int __openat64_2(int, const char *, int);
+int __xstat(int, const char *, struct stat *);
+int __xstat64(int, const char *, struct stat64 *);
+int __lxstat(int, const char *, struct stat *);
+int __lxstat64(int, const char *, struct stat64 *);
+int __fxstatat(int, int, const char *, struct stat *, int);
+int __fxstatat64(int, int, const char *, struct stat64 *, int);
+int __xmknod(int, const char *, mode_t, dev_t *);
+int __xmknodat(int, int, const char *, mode_t, dev_t *);
+ssize_t __readlink_chk(const char *, char *, size_t, size_t);
+ssize_t __readlinkat_chk(int, const char *, char *, size_t, size_t);
 
 static const char *ename(int ok, int e)
 {
@@ -151,6 +171,19 @@ static void *race(void *arg)
 	return NULL;
 }
 
+/* ---- fork while other threads are in the middle of a question ---------- */
+static volatile int storm_stop;
+static const char *storm_path;
+
+static void *storm(void *arg)
+{
+	(void)arg;
+	struct stat st;
+	while (!storm_stop)
+		stat(storm_path, &st);
+	return NULL;
+}
+
 /* ---- a hook entered from a signal handler ------------------------------- */
 static const char *sig_path;
 static volatile sig_atomic_t sig_calls, sig_wrong;
@@ -168,6 +201,19 @@ static void on_alarm(int s)
 }
 
 static int run(char **a, int n);
+
+/* openat with the syscall instruction itself: no hook sees it (to obtain an
+ * fd of a hidden file, as a program that bypasses the library could). */
+static int raw_open(const char *path)
+{
+	long ret;
+	register long r10 __asm__("r10") = 0;
+	__asm__ volatile("syscall" : "=a"(ret)
+			 : "a"((long)SYS_openat), "D"((long)AT_FDCWD), "S"(path),
+			   "d"((long)(O_RDONLY | O_CLOEXEC)), "r"(r10)
+			 : "rcx", "r11", "memory");
+	return (int)ret;
+}
 
 static int spawn_wait(pid_t pid)
 {
@@ -216,6 +262,14 @@ static int one(char **a, int n)
 		int d = open(a[1], O_RDONLY | O_DIRECTORY);
 		CALL("openat", openat(d, a[2], open_flags(a[3]), 0644));
 		return 4;
+	}
+	if (!strcmp(c, "raw-openat")) {
+		/* a dirfd obtained behind kiln's back: its path still counts */
+		NEED(2);
+		int d = raw_open(a[1]);
+		CALL("raw-openat", openat(d, a[2], O_RDONLY));
+		CALL("raw-fstatat", fstatat(d, a[2], &st, 0));
+		return 3;
 	}
 	if (!strcmp(c, "creat")) { NEED(1); CALL("creat", creat(a[1], 0644)); return 2; }
 	if (!strcmp(c, "fopen")) { NEED(2); CALLP("fopen", fopen(a[1], a[2])); return 3; }
@@ -286,6 +340,95 @@ static int one(char **a, int n)
 	if (!strcmp(c, "utimensat")) { NEED(1); CALL("utimensat", utimensat(AT_FDCWD, a[1], NULL, 0)); return 2; }
 	if (!strcmp(c, "mkstemp")) { NEED(1); snprintf(buf, sizeof buf, "%s", a[1]); CALL("mkstemp", mkstemp(buf)); return 2; }
 	if (!strcmp(c, "mkdtemp")) { NEED(1); snprintf(buf, sizeof buf, "%s", a[1]); CALLP("mkdtemp", mkdtemp(buf)); return 2; }
+	if (!strcmp(c, "oddpaths")) {
+		/* NULL and "" are the kernel's to refuse, with its own errno */
+		const char *volatile nul = NULL;
+		CALL("stat-null", stat(nul, &st));
+		CALL("open-null", open(nul, O_RDONLY));
+		CALL("stat-empty", stat("", &st));
+		CALL("open-empty", open("", O_RDONLY));
+		CALL("mkdir-empty", mkdir("", 0755));
+		CALL("fstatat-empty-noflag", fstatat(AT_FDCWD, "", &st, 0));
+		CALL("readlink-null", readlink(nul, buf, sizeof buf));
+		return 1;
+	}
+	/* ---- the rest of the table, one line each ---- */
+	struct stat64 st64;
+	struct statfs sfs;
+	struct statfs64 sfs64;
+	struct statvfs svfs;
+	struct statvfs64 svfs64;
+	dev_t dev = 0;
+	if (!strcmp(c, "__open_2")) { NEED(1); CALL(c, __open_2(a[1], O_RDONLY)); return 2; }
+	if (!strcmp(c, "__open64_2")) { NEED(1); CALL(c, __open64_2(a[1], O_RDONLY)); return 2; }
+	if (!strcmp(c, "__openat_2")) { NEED(1); CALL(c, __openat_2(AT_FDCWD, a[1], O_RDONLY)); return 2; }
+	if (!strcmp(c, "__openat64_2")) { NEED(1); CALL(c, __openat64_2(AT_FDCWD, a[1], O_RDONLY)); return 2; }
+	if (!strcmp(c, "openat64")) { NEED(2); CALL(c, openat64(AT_FDCWD, a[1], open_flags(a[2]), 0644)); return 3; }
+	if (!strcmp(c, "creat64")) { NEED(1); CALL(c, creat64(a[1], 0644)); return 2; }
+	if (!strcmp(c, "fopen64")) { NEED(2); CALLP(c, fopen64(a[1], a[2])); return 3; }
+	if (!strcmp(c, "freopen64")) { NEED(2); CALLP(c, freopen64(a[1], a[2], fopen("/dev/null", "r"))); return 3; }
+	if (!strcmp(c, "stat64")) { NEED(1); CALL(c, stat64(a[1], &st64)); return 2; }
+	if (!strcmp(c, "lstat64")) { NEED(1); CALL(c, lstat64(a[1], &st64)); return 2; }
+	if (!strcmp(c, "fstatat64")) { NEED(1); CALL(c, fstatat64(AT_FDCWD, a[1], &st64, 0)); return 2; }
+	if (!strcmp(c, "__xstat")) { NEED(1); CALL(c, __xstat(1, a[1], &st)); return 2; }
+	if (!strcmp(c, "__xstat64")) { NEED(1); CALL(c, __xstat64(1, a[1], &st64)); return 2; }
+	if (!strcmp(c, "__lxstat")) { NEED(1); CALL(c, __lxstat(1, a[1], &st)); return 2; }
+	if (!strcmp(c, "__lxstat64")) { NEED(1); CALL(c, __lxstat64(1, a[1], &st64)); return 2; }
+	if (!strcmp(c, "__fxstatat")) { NEED(1); CALL(c, __fxstatat(1, AT_FDCWD, a[1], &st, 0)); return 2; }
+	if (!strcmp(c, "__fxstatat64")) { NEED(1); CALL(c, __fxstatat64(1, AT_FDCWD, a[1], &st64, 0)); return 2; }
+	if (!strcmp(c, "statfs")) { NEED(1); CALL(c, statfs(a[1], &sfs)); return 2; }
+	if (!strcmp(c, "statfs64")) { NEED(1); CALL(c, statfs64(a[1], &sfs64)); return 2; }
+	if (!strcmp(c, "statvfs")) { NEED(1); CALL(c, statvfs(a[1], &svfs)); return 2; }
+	if (!strcmp(c, "statvfs64")) { NEED(1); CALL(c, statvfs64(a[1], &svfs64)); return 2; }
+	if (!strcmp(c, "pathconf")) { NEED(1); CALL(c, pathconf(a[1], _PC_NAME_MAX)); return 2; }
+	if (!strcmp(c, "eaccess")) { NEED(2); CALL(c, eaccess(a[1], access_mode(a[2]))); return 3; }
+	if (!strcmp(c, "__readlink_chk")) { NEED(1); CALL(c, __readlink_chk(a[1], buf, sizeof buf, sizeof buf)); return 2; }
+	if (!strcmp(c, "__readlinkat_chk")) { NEED(1); CALL(c, __readlinkat_chk(AT_FDCWD, a[1], buf, sizeof buf, sizeof buf)); return 2; }
+	if (!strcmp(c, "canonicalize_file_name")) { NEED(1); CALLP(c, canonicalize_file_name(a[1])); return 2; }
+	if (!strcmp(c, "setxattr")) { NEED(1); CALL(c, setxattr(a[1], "user.kiln", "1", 1, 0)); return 2; }
+	if (!strcmp(c, "lsetxattr")) { NEED(1); CALL(c, lsetxattr(a[1], "user.kiln", "1", 1, 0)); return 2; }
+	if (!strcmp(c, "getxattr")) { NEED(1); CALL(c, getxattr(a[1], "user.kiln", buf, sizeof buf)); return 2; }
+	if (!strcmp(c, "lgetxattr")) { NEED(1); CALL(c, lgetxattr(a[1], "user.kiln", buf, sizeof buf)); return 2; }
+	if (!strcmp(c, "listxattr")) { NEED(1); CALL(c, listxattr(a[1], buf, sizeof buf)); return 2; }
+	if (!strcmp(c, "llistxattr")) { NEED(1); CALL(c, llistxattr(a[1], buf, sizeof buf)); return 2; }
+	if (!strcmp(c, "removexattr")) { NEED(1); CALL(c, removexattr(a[1], "user.kiln")); return 2; }
+	if (!strcmp(c, "lremovexattr")) { NEED(1); CALL(c, lremovexattr(a[1], "user.kiln")); return 2; }
+	if (!strcmp(c, "chroot")) {
+		/* in a child: an allowed chroot would change this process's root */
+		NEED(1);
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid == 0) {
+			CALL(c, chroot(a[1]));
+			_exit(0);
+		}
+		spawn_wait(pid);
+		return 2;
+	}
+	if (!strcmp(c, "mknodat")) { NEED(1); CALL(c, mknodat(AT_FDCWD, a[1], S_IFIFO | 0644, 0)); return 2; }
+	if (!strcmp(c, "__xmknod")) { NEED(1); CALL(c, __xmknod(0, a[1], S_IFIFO | 0644, &dev)); return 2; }
+	if (!strcmp(c, "__xmknodat")) { NEED(1); CALL(c, __xmknodat(0, AT_FDCWD, a[1], S_IFIFO | 0644, &dev)); return 2; }
+	if (!strcmp(c, "mkfifoat")) { NEED(1); CALL(c, mkfifoat(AT_FDCWD, a[1], 0644)); return 2; }
+	if (!strcmp(c, "lchmod")) { NEED(1); CALL(c, lchmod(a[1], 0644)); return 2; }
+	if (!strcmp(c, "truncate64")) { NEED(1); CALL(c, truncate64(a[1], 0)); return 2; }
+	if (!strcmp(c, "futimesat")) { NEED(1); CALL(c, futimesat(AT_FDCWD, a[1], NULL)); return 2; }
+	if (!strcmp(c, "opendir")) { NEED(1); CALLP(c, opendir(a[1])); return 2; }
+	if (!strcmp(c, "mkstemp64") || !strcmp(c, "mkostemp") || !strcmp(c, "mkostemp64") ||
+	    !strcmp(c, "mkstemps") || !strcmp(c, "mkstemps64") || !strcmp(c, "mkostemps") ||
+	    !strcmp(c, "mkostemps64")) {
+		NEED(1);
+		snprintf(buf, sizeof buf, "%s", a[1]);
+		int r = !strcmp(c, "mkstemp64") ? mkstemp64(buf)
+			: !strcmp(c, "mkostemp") ? mkostemp(buf, O_CLOEXEC)
+			: !strcmp(c, "mkostemp64") ? mkostemp64(buf, O_CLOEXEC)
+			: !strcmp(c, "mkstemps") ? mkstemps(buf, 0)
+			: !strcmp(c, "mkstemps64") ? mkstemps64(buf, 0)
+			: !strcmp(c, "mkostemps") ? mkostemps(buf, 0, O_CLOEXEC)
+			: mkostemps64(buf, 0, O_CLOEXEC);
+		show(c, r, r >= 0);
+		return 2;
+	}
+	if (!strcmp(c, "tmpfile64")) { CALLP(c, tmpfile64()); return 1; }
 	if (!strcmp(c, "tmpfile")) { CALLP("tmpfile", tmpfile()); return 1; }
 	if (!strcmp(c, "dlopen")) {
 		NEED(1);
@@ -542,7 +685,9 @@ static int one(char **a, int n)
 		return k < n ? k + 1 : k;
 	}
 	if (!strcmp(c, "spawn") || !strcmp(c, "spawnp") || !strcmp(c, "exec-env") ||
-	    !strcmp(c, "execvp") || !strcmp(c, "execl") || !strcmp(c, "fexecve")) {
+	    !strcmp(c, "execvp") || !strcmp(c, "execl") || !strcmp(c, "fexecve") ||
+	    !strcmp(c, "execvpe") || !strcmp(c, "execle") || !strcmp(c, "execlp") ||
+	    !strcmp(c, "execveat") || !strcmp(c, "execv") || !strcmp(c, "raw-fexecve")) {
 		/* spawn ENVHOW PROG ARGS... ; */
 		NEED(2);
 		int k = 2;
@@ -573,8 +718,21 @@ static int one(char **a, int n)
 				else if (!strcmp(c, "execvp")) {
 					environ = envp;
 					execvp(argv[0], argv);
-				} else if (!strcmp(c, "fexecve")) {
-					int fd = open(argv[0], O_RDONLY | O_CLOEXEC);
+				} else if (!strcmp(c, "execvpe")) {
+					execvpe(argv[0], argv, envp);
+				} else if (!strcmp(c, "execv")) {
+					environ = envp;
+					execv(argv[0], argv);
+				} else if (!strcmp(c, "execle")) {
+					execle(argv[0], argv[0], argv[1], argv[2], argv[3], (char *)NULL, envp);
+				} else if (!strcmp(c, "execlp")) {
+					environ = envp;
+					execlp(argv[0], argv[0], argv[1], argv[2], argv[3], (char *)NULL);
+				} else if (!strcmp(c, "execveat")) {
+					execveat(AT_FDCWD, argv[0], argv, envp, 0);
+				} else if (!strcmp(c, "fexecve") || !strcmp(c, "raw-fexecve")) {
+					int fd = c[0] == 'r' ? raw_open(argv[0])
+							     : open(argv[0], O_RDONLY | O_CLOEXEC);
 					if (fd >= 0)
 						fexecve(fd, argv, envp);
 				} else {
@@ -637,6 +795,32 @@ static int one(char **a, int n)
 			good += race_results[i] == ENOENT;
 		}
 		printf("threads %d %s\n", good, good == nt ? "OK" : "FAIL");
+		fflush(stdout);
+		return 3;
+	}
+	if (!strcmp(c, "forkstorm")) {
+		/* forkstorm N PATH: 4 threads stat PATH in a loop while the main
+		 * thread forks N children that each stat PATH once */
+		NEED(2);
+		int nf = atoi(a[1]);
+		storm_path = a[2];
+		pthread_t t[4];
+		for (int i = 0; i < 4; i++)
+			pthread_create(&t[i], NULL, storm, NULL);
+		int bad = 0;
+		for (int i = 0; i < nf; i++) {
+			pid_t pid = fork();
+			if (pid == 0) {
+				int r = stat(storm_path, &st);
+				_exit(r == -1 && errno == ENOENT ? 0 : 1);
+			}
+			if (spawn_wait(pid) != 0)
+				bad++;
+		}
+		storm_stop = 1;
+		for (int i = 0; i < 4; i++)
+			pthread_join(t[i], NULL);
+		printf("forkstorm %d %s\n", bad, bad ? "FAIL" : "OK");
 		fflush(stdout);
 		return 3;
 	}
