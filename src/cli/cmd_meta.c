@@ -1,12 +1,212 @@
-/* Placeholder until the meta component lands: says so and fails. */
+/* kiln meta TOOL[,TOOL...]|all BINARY [--format text|json|c] [-o FILE | --out-dir DIR]
+ *
+ * Parses BINARY once into a model and runs each named tool over it. Output
+ * files are written to a temporary name and renamed, so a failed run never
+ * leaves a half-written file behind. */
+#include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
+#include "meta/model.h"
+#include "meta/tools/tool.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: kiln meta TOOL[,TOOL...] BINARY [--format text|json|c] [-o FILE]\n"
+		"       kiln meta all BINARY [--format text|json|c] --out-dir DIR\n\n"
+		"Reads BINARY's ELF and DWARF once, then runs each tool over it.\n"
+		"Several tools write to DIR/TOOL.{txt,json,c} with --out-dir, else one\n"
+		"after the other to stdout (or FILE).\n\ntools:\n");
+	for (size_t i = 0; i < meta_ntools; i++)
+		fprintf(out, "  %-10s %s\n", meta_tools[i].name, meta_tools[i].summary);
+	fprintf(out, "  %-10s every tool above\n\nformats: docs/meta-formats.md\n", "all");
+}
+
+static int parse_tools(const char *spec, const struct meta_tool **sel, size_t *nsel)
+{
+	*nsel = 0;
+	if (!strcmp(spec, "all")) {
+		for (size_t i = 0; i < meta_ntools; i++)
+			sel[(*nsel)++] = &meta_tools[i];
+		return 0;
+	}
+	char *copy = strdup(spec), *save = NULL;
+	if (!copy)
+		return -1;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		const struct meta_tool *t = meta_tool_find(tok);
+		if (!t) {
+			fprintf(stderr, "kiln meta: unknown tool '%s' (run 'kiln meta --help')\n", tok);
+			free(copy);
+			return -1;
+		}
+		int dup = 0;
+		for (size_t i = 0; i < *nsel; i++)
+			dup |= sel[i] == t;
+		if (!dup && *nsel < meta_ntools)
+			sel[(*nsel)++] = t;
+	}
+	free(copy);
+	return *nsel ? 0 : -1;
+}
+
+/* Runs TOOL into PATH (temp file + rename), or into stdout when PATH is NULL. */
+static int run_tool(const struct meta_tool *tool, struct meta_model *m, enum meta_format fmt,
+		    const char *path)
+{
+	struct meta_err err = { { 0 } };
+	char tmp[4200];
+	FILE *out = stdout;
+	if (path) {
+		if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp) {
+			fprintf(stderr, "kiln meta: %s: path too long\n", path);
+			return -1;
+		}
+		out = fopen(tmp, "w");
+		if (!out) {
+			fprintf(stderr, "kiln meta: %s: cannot create: %s\n", tmp, strerror(errno));
+			return -1;
+		}
+		setvbuf(out, NULL, _IOFBF, 1 << 20);
+	}
+	int rc = tool->run(m, out, fmt, &err);
+	if (rc)
+		fprintf(stderr, "kiln meta %s: %s\n", tool->name, err.msg);
+	if (fflush(out) != 0 || ferror(out)) {
+		if (!rc)
+			fprintf(stderr, "kiln meta %s: writing %s: %s\n", tool->name, path ? tmp : "stdout",
+				strerror(errno));
+		rc = -1;
+	}
+	if (path) {
+		if (fclose(out) != 0 && !rc) {
+			fprintf(stderr, "kiln meta %s: writing %s: %s\n", tool->name, tmp, strerror(errno));
+			rc = -1;
+		}
+		if (!rc && rename(tmp, path) != 0) {
+			fprintf(stderr, "kiln meta %s: cannot rename %s to %s: %s\n", tool->name, tmp, path,
+				strerror(errno));
+			rc = -1;
+		}
+		if (rc)
+			unlink(tmp);
+	}
+	return rc;
+}
 
 int cmd_meta(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "kiln meta: not implemented yet\n");
-	return 2;
+	static const struct option opts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "out-dir", required_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	enum meta_format fmt = META_FMT_TEXT;
+	const char *outfile = NULL, *outdir = NULL;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+f:o:d:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			if (meta_format_parse(optarg, &fmt)) {
+				fprintf(stderr, "kiln meta: unknown format '%s' (text, json or c)\n", optarg);
+				return 2;
+			}
+			break;
+		case 'o':
+			outfile = optarg;
+			break;
+		case 'd':
+			outdir = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	/* Options may also follow TOOL and BINARY. */
+	const char *pos[2];
+	int npos = 0;
+	while (optind < argc) {
+		if (npos == 2) {
+			fprintf(stderr, "kiln meta: unexpected argument '%s'\n", argv[optind]);
+			return 2;
+		}
+		pos[npos++] = argv[optind++];
+		while ((c = getopt_long(argc, argv, "+f:o:d:h", opts, NULL)) != -1) {
+			if (c == 'f' && !meta_format_parse(optarg, &fmt))
+				continue;
+			if (c == 'o') {
+				outfile = optarg;
+				continue;
+			}
+			if (c == 'd') {
+				outdir = optarg;
+				continue;
+			}
+			if (c == 'h') {
+				usage(stdout);
+				return 0;
+			}
+			if (c == 'f')
+				fprintf(stderr, "kiln meta: unknown format '%s' (text, json or c)\n", optarg);
+			else
+				usage(stderr);
+			return 2;
+		}
+	}
+	if (npos != 2) {
+		usage(stderr);
+		return 2;
+	}
+	const struct meta_tool *sel[16];
+	size_t nsel;
+	if (parse_tools(pos[0], sel, &nsel))
+		return 2;
+	if (outfile && outdir) {
+		fprintf(stderr, "kiln meta: -o and --out-dir exclude each other\n");
+		return 2;
+	}
+	if (outfile && nsel > 1) {
+		fprintf(stderr, "kiln meta: -o takes one tool; use --out-dir DIR for several\n");
+		return 2;
+	}
+	struct meta_err err = { { 0 } };
+	struct meta_model *m;
+	if (meta_model_open(pos[1], &m, &err)) {
+		fprintf(stderr, "kiln meta: %s\n", err.msg);
+		return 1;
+	}
+	setvbuf(stdout, NULL, _IOFBF, 1 << 20);
+	int rc = 0;
+	for (size_t i = 0; i < nsel; i++) {
+		char path[4096];
+		const char *dest = outfile;
+		if (outdir) {
+			if ((size_t)snprintf(path, sizeof path, "%s/%s.%s", outdir, sel[i]->name,
+					     meta_format_ext(fmt)) >= sizeof path) {
+				fprintf(stderr, "kiln meta: %s: path too long\n", outdir);
+				rc = 1;
+				break;
+			}
+			dest = path;
+		}
+		if (run_tool(sel[i], m, fmt, dest))
+			rc = 1;
+	}
+	if (m->nwarnings)
+		fprintf(stderr, "kiln meta: warning: %s%s (%zu warnings; entries skipped or approximated)\n",
+			m->first_warning, m->nwarnings > 1 ? ", and more" : "", m->nwarnings);
+	meta_model_free(m);
+	return rc;
 }

@@ -1,0 +1,47 @@
+/* Separate debug files: build id first (exact match), then .gnu_debuglink. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <elfutils/libdwelf.h>
+
+#include "meta/debugfile.h"
+
+#define DEBUG_ROOT "/usr/lib/debug"
+
+static int exists(const char *p)
+{
+	return access(p, R_OK) == 0;
+}
+
+int meta_find_debugfile(Elf *elf, const char *path, char *out, size_t outlen)
+{
+	const void *id;
+	ssize_t idlen = dwelf_elf_gnu_build_id(elf, &id);
+	if (idlen > 1 && idlen <= 64) {
+		const unsigned char *b = id;
+		char hex[130];
+		for (ssize_t i = 0; i < idlen; i++)
+			snprintf(hex + 2 * i, 3, "%02x", b[i]);
+		if ((size_t)snprintf(out, outlen, DEBUG_ROOT "/.build-id/%.2s/%s.debug", hex, hex + 2) < outlen &&
+		    exists(out))
+			return 0;
+	}
+	GElf_Word crc;
+	const char *link = dwelf_elf_gnu_debuglink(elf, &crc);
+	if (!link || !*link || strchr(link, '/'))
+		return -1;
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	if (slash)
+		snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+	else
+		snprintf(dir, sizeof dir, ".");
+	const char *const fmts[] = { "%s/%s", "%s/.debug/%s", DEBUG_ROOT "/%s/%s" };
+	for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
+		if ((size_t)snprintf(out, outlen, fmts[i], dir, link) < outlen && exists(out) &&
+		    strcmp(out, path) != 0)
+			return 0;
+	}
+	return -1;
+}

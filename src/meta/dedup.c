@@ -1,0 +1,174 @@
+/* Deduplication of types by structure, across compile units.
+ *
+ * Two types are the same when they have the same shallow content (kind, name,
+ * size, member names/offsets/bitfields, enumerator values, ...) and their
+ * referenced types are the same, recursively; type graphs have cycles
+ * (struct list { struct list *next; }), so "recursively" means the coarsest
+ * stable partition (bisimulation), computed by refinement: each round hashes
+ * a type together with the classes of the types it refers to, until the
+ * number of classes stops growing.
+ *
+ * Each class then gets a structural id that depends on the type alone, not on
+ * the binary: a hash of the type unfolded to a fixed depth over the classes
+ * (deeper only for the rare classes that depth does not tell apart). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "meta/build.h"
+
+#define ID_DEPTH 8
+
+static uint64_t shallow(const struct meta_model *m, const struct meta_type *t)
+{
+	uint64_t h = meta_mix(t->kind, t->flags & (META_T_DECLARATION | META_T_VARARGS));
+	h = meta_mix(h, meta_strhash(t->name));
+	h = meta_mix(h, (t->flags & META_T_HAS_SIZE) ? t->size + 1 : 0);
+	h = meta_mix(h, t->encoding);
+	h = meta_mix(h, t->nmembers);
+	for (uint32_t k = 0; k < t->nmembers; k++) {
+		const struct meta_member *mm = &m->members[t->first + k];
+		h = meta_mix(h, meta_strhash(mm->name));
+		h = meta_mix(h, mm->value);
+		h = meta_mix(h, mm->bit_size);
+	}
+	return h;
+}
+
+/* One refinement round over types: out[i] = H(in[i], in[children of i]). */
+static void round_types(const struct meta_model *m, const uint64_t *in, uint64_t *out)
+{
+	for (size_t i = 0; i < m->ntypes; i++) {
+		const struct meta_type *t = &m->types[i];
+		uint64_t h = meta_mix(in[i], t->ref == META_NONE ? 1 : in[t->ref]);
+		for (uint32_t k = 0; k < t->nmembers; k++) {
+			uint32_t c = m->members[t->first + k].type;
+			h = meta_mix(h, c == META_NONE ? 1 : in[c]);
+		}
+		out[i] = h;
+	}
+}
+
+/* Number of distinct values; counts each value's occurrences into MAP. */
+static int count_distinct(const uint64_t *v, size_t n, struct meta_u64map *map, size_t *out)
+{
+	meta_u64map_free(map);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t c = meta_u64map_get(map, v[i]);
+		if (meta_u64map_put(map, v[i], c == META_NONE ? 1 : c + 1))
+			return -1;
+	}
+	*out = map->len;
+	return 0;
+}
+
+/* Gives every class its stable id (see the comment at the top). */
+static int assign_ids(struct meta_model *m, const uint64_t *class_shallow, struct meta_u64map *map)
+{
+	size_t n = m->nclasses;
+	uint64_t *g = malloc(n * sizeof *g), *g2 = malloc(n * sizeof *g2);
+	unsigned char *done = calloc(n, 1);
+	if (!g || !g2 || !done) {
+		free(g);
+		free(g2);
+		free(done);
+		return -1;
+	}
+	memcpy(g, class_shallow, n * sizeof *g);
+	size_t left = n, prev = 0;
+	for (int round = 1; left; round++) {
+		for (size_t c = 0; c < n; c++) {
+			const struct meta_type *t = &m->types[m->classes[c].rep];
+			uint64_t h = meta_mix(g[c], t->ref == META_NONE ? 1 : g[m->types[t->ref].cls]);
+			for (uint32_t k = 0; k < t->nmembers; k++) {
+				uint32_t mt = m->members[t->first + k].type;
+				h = meta_mix(h, mt == META_NONE ? 1 : g[m->types[mt].cls]);
+			}
+			g2[c] = h;
+		}
+		uint64_t *tmp = g;
+		g = g2;
+		g2 = tmp;
+		if (round < ID_DEPTH)
+			continue;
+		size_t distinct;
+		if (count_distinct(g, n, map, &distinct))
+			break;
+		for (size_t c = 0; c < n; c++) {
+			if (!done[c] && meta_u64map_get(map, g[c]) == 1) {
+				m->classes[c].id = g[c];
+				done[c] = 1;
+				left--;
+			}
+		}
+		if (left && distinct == prev) {
+			/* Cannot happen for true classes; be safe on hash collisions. */
+			for (size_t c = 0; c < n; c++)
+				if (!done[c])
+					m->classes[c].id = g[c] ^ (c + 1);
+			left = 0;
+		}
+		prev = distinct;
+	}
+	free(g);
+	free(g2);
+	free(done);
+	return 0;
+}
+
+int meta_dedup_types(struct meta_model *m, struct meta_err *err)
+{
+	size_t n = m->ntypes;
+	if (!n)
+		return 0;
+	uint64_t *h = malloc(n * sizeof *h), *h2 = malloc(n * sizeof *h2), *sh = NULL;
+	struct meta_u64map map = { 0 };
+	int rc = -1;
+	if (!h || !h2)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		h[i] = shallow(m, &m->types[i]);
+	size_t distinct, prev;
+	if (count_distinct(h, n, &map, &prev))
+		goto out;
+	for (;;) {
+		round_types(m, h, h2);
+		uint64_t *tmp = h;
+		h = h2;
+		h2 = tmp;
+		if (count_distinct(h, n, &map, &distinct))
+			goto out;
+		if (distinct == prev)
+			break;
+		prev = distinct;
+	}
+	/* h2 holds the previous round; same partition. Number classes in order
+	 * of first appearance. */
+	meta_u64map_free(&map);
+	m->classes = malloc(distinct * sizeof *m->classes);
+	sh = malloc(distinct * sizeof *sh);
+	if (!m->classes || !sh)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t c = meta_u64map_get(&map, h[i]);
+		if (c == META_NONE) {
+			c = (uint32_t)m->nclasses++;
+			if (meta_u64map_put(&map, h[i], c))
+				goto out;
+			m->classes[c] = (struct meta_class){ .rep = (uint32_t)i };
+			sh[c] = shallow(m, &m->types[i]);
+		}
+		m->types[i].cls = c;
+		m->classes[c].count++;
+	}
+	if (assign_ids(m, sh, &map))
+		goto out;
+	rc = 0;
+out:
+	if (rc)
+		meta_set_err(err, "%s: out of memory while deduplicating types", m->path);
+	meta_u64map_free(&map);
+	free(h);
+	free(h2);
+	free(sh);
+	return rc;
+}

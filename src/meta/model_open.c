@@ -1,0 +1,157 @@
+/* meta_model_open: the one pass that turns a binary into a model. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <elfutils/libdwelf.h>
+
+#include "meta/build.h"
+#include "meta/debugfile.h"
+
+static int open_elf(const char *path, int *fd, Elf **elf, struct meta_err *err)
+{
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0) {
+		meta_set_err(err, "%s: cannot open: %s", path, strerror(errno));
+		return -1;
+	}
+	struct stat st;
+	if (fstat(*fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+		meta_set_err(err, "%s: not a regular file", path);
+		return -1;
+	}
+	*elf = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+	if (!*elf) {
+		meta_set_err(err, "%s: cannot read as ELF: %s", path, elf_errmsg(-1));
+		return -1;
+	}
+	if (elf_kind(*elf) != ELF_K_ELF) {
+		meta_set_err(err, "%s: not an ELF file", path);
+		return -1;
+	}
+	GElf_Ehdr eh;
+	if (!gelf_getehdr(*elf, &eh)) {
+		meta_set_err(err, "%s: corrupt ELF header: %s", path, elf_errmsg(-1));
+		return -1;
+	}
+	size_t shnum;
+	if (elf_getshdrnum(*elf, &shnum) != 0) {
+		meta_set_err(err, "%s: corrupt section header table: %s", path, elf_errmsg(-1));
+		return -1;
+	}
+	return 0;
+}
+
+/* Whether ELF carries DWARF of its own (an .debug_info section with bytes). */
+static int has_debug_info(Elf *elf)
+{
+	size_t shstrndx;
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return 0;
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info")))
+			return 1;
+	}
+	return 0;
+}
+
+static int open_dwarf(struct meta_model *m, struct meta_err *err)
+{
+	Elf *src = m->elf;
+	const char *src_path = m->path;
+	char dpath[4096];
+	if (!has_debug_info(m->elf) && meta_find_debugfile(m->elf, m->path, dpath, sizeof dpath) == 0) {
+		if (open_elf(dpath, &m->debug_fd, &m->debug_elf, err))
+			return -1;
+		if (!(m->debug_path = strdup(dpath))) {
+			meta_set_err(err, "%s: out of memory", m->path);
+			return -1;
+		}
+		src = m->debug_elf;
+		src_path = m->debug_path;
+	}
+	if (has_debug_info(src)) {
+		m->dwarf = dwarf_begin_elf(src, DWARF_C_READ, NULL);
+		if (!m->dwarf) {
+			meta_set_err(err, "%s: cannot read DWARF: %s", src_path, dwarf_errmsg(-1));
+			return -1;
+		}
+	}
+	m->eh_cfi = dwarf_getcfi_elf(m->elf);
+	if (m->dwarf)
+		m->debug_cfi = dwarf_getcfi(m->dwarf);
+	return 0;
+}
+
+int meta_model_open(const char *path, struct meta_model **out, struct meta_err *err)
+{
+	*out = NULL;
+	elf_version(EV_CURRENT);
+	struct meta_model *m = calloc(1, sizeof *m);
+	if (!m || !(m->path = strdup(path))) {
+		free(m);
+		meta_set_err(err, "%s: out of memory", path);
+		return -1;
+	}
+	m->debug_fd = -1;
+	pthread_mutex_init(&m->lock, NULL);
+	if (open_elf(path, &m->fd, &m->elf, err) || meta_read_elf(m, err) || open_dwarf(m, err))
+		goto fail;
+	if (m->dwarf) {
+		struct meta_builder b = { .m = m, .err = err };
+		int rc = meta_walk_dwarf(&b);
+		if (!rc)
+			rc = meta_resolve_types(&b);
+		free(b.type_ref_off);
+		free(b.member_ref_off);
+		free(b.var_ref_off);
+		free(b.global_ref_off);
+		free(b.bitfix);
+		meta_u64map_free(&b.die_to_type);
+		if (rc || meta_dedup_types(m, err))
+			goto fail;
+	}
+	*out = m;
+	return 0;
+fail:
+	meta_model_free(m);
+	return -1;
+}
+
+void meta_model_free(struct meta_model *m)
+{
+	if (!m)
+		return;
+	if (m->eh_cfi)
+		dwarf_cfi_end(m->eh_cfi);
+	if (m->dwarf)
+		dwarf_end(m->dwarf);
+	if (m->debug_elf)
+		elf_end(m->debug_elf);
+	if (m->elf)
+		elf_end(m->elf);
+	if (m->debug_fd >= 0)
+		close(m->debug_fd);
+	if (m->fd >= 0)
+		close(m->fd);
+	pthread_mutex_destroy(&m->lock);
+	free(m->types);
+	free(m->members);
+	free(m->classes);
+	free(m->functions);
+	free(m->vars);
+	free(m->ranges);
+	free(m->globals);
+	free(m->symbols);
+	free(m->sections);
+	free(m->path);
+	free(m->debug_path);
+	free(m);
+}

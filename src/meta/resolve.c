@@ -1,0 +1,93 @@
+/* After the walk: DIE-offset references become type indices, sizes of
+ * typedefs, qualifiers and arrays are computed, and old-style bitfield
+ * positions (DW_AT_bit_offset, counted from the storage unit's MSB) become bit
+ * offsets from the start of the struct. */
+#include <dwarf.h>
+
+#include "meta/build.h"
+
+static uint32_t resolve(struct meta_builder *b, uint64_t off, const char *what)
+{
+	if (!off)
+		return META_NONE;
+	uint32_t t = meta_u64map_get(&b->die_to_type, off);
+	if (t == META_NONE)
+		meta_warn(b->m, "%s: %s refers to DIE 0x%llx, which is not a type; treated as void",
+			  b->m->path, what, (unsigned long long)(off - 1));
+	return t;
+}
+
+/* Size of type I, following typedefs/qualifiers and multiplying array dims.
+ * DEPTH guards against reference cycles in corrupt input. */
+static int size_of(struct meta_model *m, uint32_t i, int depth, uint64_t *out)
+{
+	if (i == META_NONE || depth > 64)
+		return 0;
+	struct meta_type *t = &m->types[i];
+	if (t->flags & META_T_HAS_SIZE) {
+		*out = t->size;
+		return 1;
+	}
+	uint64_t s;
+	switch (t->kind) {
+	case META_POINTER: case META_REFERENCE: case META_RVALUE_REFERENCE:
+		s = m->elf_class == ELFCLASS32 ? 4 : 8;
+		break;
+	case META_TYPEDEF: case META_CONST: case META_VOLATILE: case META_RESTRICT:
+	case META_ATOMIC:
+		if (!size_of(m, t->ref, depth + 1, &s))
+			return 0;
+		break;
+	case META_ARRAY:
+		if (!size_of(m, t->ref, depth + 1, &s))
+			return 0;
+		for (uint32_t k = 0; k < t->nmembers; k++)
+			s *= m->members[t->first + k].value;
+		break;
+	default:
+		return 0;
+	}
+	t->size = s;
+	t->flags |= META_T_HAS_SIZE;
+	*out = s;
+	return 1;
+}
+
+int meta_resolve_types(struct meta_builder *b)
+{
+	struct meta_model *m = b->m;
+	for (size_t i = 0; i < m->ntypes; i++)
+		m->types[i].ref = resolve(b, b->type_ref_off[i], "a type");
+	for (size_t i = 0; i < m->ntypes; i++) {
+		struct meta_type *t = &m->types[i];
+		if (t->kind == META_ENUM || t->kind == META_ARRAY)
+			continue;
+		for (uint32_t k = 0; k < t->nmembers; k++)
+			m->members[t->first + k].type =
+				resolve(b, b->member_ref_off[t->first + k], "a member");
+	}
+	for (size_t i = 0; i < m->nvars; i++)
+		m->vars[i].type = resolve(b, b->var_ref_off[i], "a variable");
+	for (size_t i = 0; i < m->nglobals; i++)
+		m->globals[i].type = resolve(b, b->global_ref_off[i], "a variable");
+	for (size_t i = 0; i < m->ntypes; i++) {
+		uint64_t s;
+		size_of(m, (uint32_t)i, 0, &s);
+	}
+	for (size_t i = 0; i < b->nbitfix; i++) {
+		struct meta_bitfix f = b->bitfix[i];
+		struct meta_member *mm = &m->members[f.member];
+		uint64_t storage = f.storage;
+		if (!storage && !size_of(m, mm->type, 0, &storage))
+			continue;
+		/* Little-endian: DW_AT_bit_offset counts from the MSB of the unit. */
+		uint64_t from_lsb = storage * 8 - f.bit_offset - mm->bit_size;
+		if (storage * 8 < (uint64_t)f.bit_offset + mm->bit_size) {
+			meta_warn(m, "%s: member '%s' has a bit offset outside its storage unit",
+				  m->path, mm->name ? mm->name : "");
+			continue;
+		}
+		mm->value += from_lsb;
+	}
+	return 0;
+}

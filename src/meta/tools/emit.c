@@ -1,0 +1,82 @@
+/* Output helpers: string quoting for JSON and C, readable type labels. */
+#include "meta/tools/tool.h"
+
+static void put_escaped(FILE *out, const char *s, int json)
+{
+	putc('"', out);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		unsigned char c = *p;
+		if (c == '"' || c == '\\') {
+			putc('\\', out);
+			putc(c, out);
+		} else if (c < 0x20 || c == 0x7f || (!json && c >= 0x80)) {
+			/* C: octal keeps the next character from joining the escape. */
+			if (json)
+				fprintf(out, "\\u%04x", c);
+			else
+				fprintf(out, "\\%03o", c);
+		} else if (!json && c == '?') {
+			fputs("\\?", out); /* no trigraphs */
+		} else {
+			putc(c, out);
+		}
+	}
+	putc('"', out);
+}
+
+void meta_put_json_str(FILE *out, const char *s)
+{
+	if (s)
+		put_escaped(out, s, 1);
+	else
+		fputs("null", out);
+}
+
+void meta_put_c_str(FILE *out, const char *s)
+{
+	if (s)
+		put_escaped(out, s, 0);
+	else
+		fputs("0", out);
+}
+
+static void label(FILE *out, const struct meta_model *m, uint32_t t, int depth)
+{
+	for (; depth < 8; depth++) {
+		if (t == META_NONE) {
+			fputs("void", out);
+			return;
+		}
+		const struct meta_type *ty = &m->types[t];
+		switch (ty->kind) {
+		case META_STRUCT: case META_UNION: case META_CLASS: case META_ENUM:
+			fprintf(out, "%s %s", meta_kind_name(ty->kind), ty->name ? ty->name : "<anon>");
+			return;
+		case META_POINTER:
+			label(out, m, ty->ref, depth + 1);
+			fputs(" *", out);
+			return;
+		case META_CONST: case META_VOLATILE: case META_RESTRICT: case META_ATOMIC:
+			fprintf(out, "%s ", meta_kind_name(ty->kind));
+			t = ty->ref;
+			continue;
+		case META_ARRAY:
+			label(out, m, ty->ref, depth + 1);
+			for (uint32_t k = 0; k < ty->nmembers; k++)
+				fprintf(out, "[%llu]", (unsigned long long)m->members[ty->first + k].value);
+			return;
+		case META_FUNCTION:
+			fputs("function", out);
+			return;
+		default:
+			fputs(ty->name ? ty->name : meta_kind_name(ty->kind), out);
+			return;
+		}
+	}
+	fputs("...", out);
+}
+
+void meta_put_type_label(FILE *out, const struct meta_model *m, uint32_t t)
+{
+	label(out, m, t, 0);
+}

@@ -1,0 +1,360 @@
+/* `frames`: for every function, where each local and formal lives, by PC
+ * range, as an offset from the CFA (canonical frame address: the value of
+ * the stack pointer in the caller just before the call).
+ *
+ * DW_OP_fbreg with a DW_OP_call_frame_cfa frame base is CFA-relative as is.
+ * A register-relative location (DW_OP_bregN, or fbreg over a bregN frame
+ * base) is translated through the CFI rows covering its range: where the CFA
+ * rule is "CFA = regN + k", the variable is at CFA + (off - k). */
+#include <dwarf.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "meta/tools/tool.h"
+
+enum loc_kind { LOC_CFA, LOC_REG, LOC_STATIC, LOC_BREG, LOC_COMPUTED, LOC_COMPLEX, LOC_NONE };
+static const char *const loc_names[] = { "cfa", "reg", "static", "breg", "computed", "complex", "none" };
+
+struct loc {
+	uint64_t lo, hi;
+	int kind;
+	int reg;         /* LOC_REG, LOC_BREG */
+	int64_t offset;  /* LOC_CFA, LOC_BREG; address for LOC_STATIC */
+};
+
+struct cfi_row {
+	uint64_t lo, hi;
+	int reg;         /* CFA = reg + off; -1 when the rule is an expression */
+	int64_t off;
+};
+
+struct frame_state {
+	struct meta_model *m;
+	struct cfi_row *rows;
+	size_t nrows, caprows;
+	int rows_done;
+	struct loc *locs;
+	size_t nlocs, caplocs;
+};
+
+static int add_loc(struct frame_state *s, struct loc l)
+{
+	if (l.hi <= l.lo)
+		return 0;
+	return META_PUSH(s->locs, s->nlocs, s->caplocs, l);
+}
+
+static int cfa_rule(Dwarf_CFI *cfi, uint64_t pc, struct cfi_row *row)
+{
+	Dwarf_Frame *fr;
+	if (!cfi || dwarf_cfi_addrframe(cfi, pc, &fr) != 0)
+		return -1;
+	Dwarf_Addr start, end;
+	Dwarf_Op *ops;
+	size_t nops;
+	int ok = dwarf_frame_info(fr, &start, &end, NULL) >= 0 && dwarf_frame_cfa(fr, &ops, &nops) == 0;
+	if (ok) {
+		row->lo = start;
+		row->hi = end;
+		row->reg = -1;
+		if (nops == 1 && ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
+			row->reg = ops[0].atom - DW_OP_breg0;
+			row->off = (int64_t)ops[0].number;
+		} else if (nops == 1 && ops[0].atom == DW_OP_bregx) {
+			row->reg = (int)ops[0].number;
+			row->off = (int64_t)ops[0].number2;
+		}
+	}
+	free(fr);
+	return ok ? 0 : -1;
+}
+
+/* CFI rows covering [lo, hi) of the current function, computed once. */
+static int load_rows(struct frame_state *s, const struct meta_function *f)
+{
+	if (s->rows_done)
+		return 0;
+	s->rows_done = 1;
+	for (uint64_t pc = f->low; pc < f->high;) {
+		struct cfi_row row;
+		if (cfa_rule(s->m->eh_cfi, pc, &row) && cfa_rule(s->m->debug_cfi, pc, &row))
+			break; /* no CFI from here on: those PCs stay unresolved */
+		if (row.hi <= pc)
+			break;
+		if (META_PUSH(s->rows, s->nrows, s->caprows, row))
+			return -1;
+		pc = row.hi;
+	}
+	return 0;
+}
+
+/* Register-relative location REG+OFF over [lo, hi), split by CFI rows. */
+static int breg_loc(struct frame_state *s, const struct meta_function *f, uint64_t lo, uint64_t hi,
+		    int reg, int64_t off)
+{
+	if (load_rows(s, f))
+		return -1;
+	uint64_t pc = lo;
+	for (size_t i = 0; i < s->nrows && pc < hi; i++) {
+		const struct cfi_row *r = &s->rows[i];
+		if (r->hi <= pc || r->lo >= hi)
+			continue;
+		uint64_t a = r->lo > pc ? r->lo : pc, b = r->hi < hi ? r->hi : hi;
+		if (a > pc && add_loc(s, (struct loc){ pc, a, LOC_BREG, reg, off }))
+			return -1;
+		struct loc l = { a, b, LOC_BREG, reg, off };
+		if (r->reg == reg) {
+			l.kind = LOC_CFA;
+			l.offset = off - r->off;
+		}
+		if (add_loc(s, l))
+			return -1;
+		pc = b;
+	}
+	return pc < hi ? add_loc(s, (struct loc){ pc, hi, LOC_BREG, reg, off }) : 0;
+}
+
+static int frame_base(const struct meta_function *f, int *reg, int64_t *off)
+{
+	Dwarf_Op *ops;
+	size_t n;
+	if (!f->has_frame_base || dwarf_getlocation((Dwarf_Attribute *)&f->frame_base, &ops, &n) != 0 ||
+	    n != 1)
+		return -1;
+	if (ops[0].atom == DW_OP_call_frame_cfa)
+		return 0;
+	if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
+		*reg = ops[0].atom - DW_OP_breg0;
+		*off = (int64_t)ops[0].number;
+		return 1;
+	}
+	return -1;
+}
+
+/* One location expression valid over [lo, hi). */
+static int describe(struct frame_state *s, const struct meta_function *f, uint64_t lo, uint64_t hi,
+		    const Dwarf_Op *ops, size_t n)
+{
+	struct loc l = { lo, hi, LOC_COMPLEX, 0, 0 };
+	if (n == 0)
+		return add_loc(s, (struct loc){ lo, hi, LOC_NONE, 0, 0 });
+	uint8_t last = ops[n - 1].atom;
+	if (last == DW_OP_stack_value || last == DW_OP_implicit_value ||
+	    ops[0].atom == DW_OP_implicit_pointer || ops[0].atom == DW_OP_GNU_implicit_pointer ||
+	    ops[0].atom == DW_OP_entry_value || ops[0].atom == DW_OP_GNU_entry_value) {
+		l.kind = LOC_COMPUTED;
+		return add_loc(s, l);
+	}
+	if (n != 1)
+		return add_loc(s, l);
+	uint8_t a = ops[0].atom;
+	if (a >= DW_OP_reg0 && a <= DW_OP_reg31) {
+		l.kind = LOC_REG;
+		l.reg = a - DW_OP_reg0;
+	} else if (a == DW_OP_regx) {
+		l.kind = LOC_REG;
+		l.reg = (int)ops[0].number;
+	} else if (a == DW_OP_addr) {
+		l.kind = LOC_STATIC;
+		l.offset = (int64_t)ops[0].number;
+	} else if (a >= DW_OP_breg0 && a <= DW_OP_breg31) {
+		return breg_loc(s, f, lo, hi, a - DW_OP_breg0, (int64_t)ops[0].number);
+	} else if (a == DW_OP_fbreg) {
+		int reg;
+		int64_t off;
+		int fb = frame_base(f, &reg, &off);
+		if (fb == 0) {
+			l.kind = LOC_CFA;
+			l.offset = (int64_t)ops[0].number;
+		} else if (fb == 1) {
+			return breg_loc(s, f, lo, hi, reg, off + (int64_t)ops[0].number);
+		}
+	}
+	return add_loc(s, l);
+}
+
+/* All locations of V, clipped to its scope's ranges. */
+static int var_locations(struct frame_state *s, const struct meta_function *f, const struct meta_var *v)
+{
+	const struct meta_range *scope = &s->m->ranges[v->scope_first];
+	s->nlocs = 0;
+	if (!v->has_location) {
+		for (uint32_t r = 0; r < v->scope_count; r++)
+			if (add_loc(s, (struct loc){ scope[r].lo, scope[r].hi, LOC_NONE, 0, 0 }))
+				return -1;
+		return 0;
+	}
+	Dwarf_Addr base, start, end;
+	Dwarf_Op *ops;
+	size_t n;
+	ptrdiff_t off = 0;
+	Dwarf_Attribute attr = v->location;
+	while ((off = dwarf_getlocations(&attr, off, &base, &start, &end, &ops, &n)) > 0) {
+		for (uint32_t r = 0; r < v->scope_count; r++) {
+			uint64_t lo = scope[r].lo > start ? scope[r].lo : start;
+			uint64_t hi = scope[r].hi < end ? scope[r].hi : end;
+			if (lo < hi && describe(s, f, lo, hi, ops, n))
+				return -1;
+		}
+	}
+	if (off < 0)
+		meta_warn(s->m, "%s: variable '%s' in %s: unreadable location list: %s", s->m->path,
+			  v->name ? v->name : "", f->name ? f->name : "?", dwarf_errmsg(-1));
+	return 0;
+}
+
+static void print_loc_text(FILE *out, const struct loc *l)
+{
+	switch (l->kind) {
+	case LOC_CFA:
+		fprintf(out, " cfa%+" PRId64, l->offset);
+		break;
+	case LOC_REG:
+		fprintf(out, " reg%d", l->reg);
+		break;
+	case LOC_BREG:
+		fprintf(out, " breg%d%+" PRId64, l->reg, l->offset);
+		break;
+	case LOC_STATIC:
+		fprintf(out, " static@0x%" PRIx64, (uint64_t)l->offset);
+		break;
+	default:
+		fprintf(out, " %s", loc_names[l->kind]);
+	}
+	fprintf(out, "[0x%" PRIx64 ",0x%" PRIx64 ")", l->lo, l->hi);
+}
+
+struct c_counts { size_t locs, vars; };
+
+static int emit_function(struct frame_state *s, FILE *out, enum meta_format fmt, size_t fi,
+			 int *first_out, struct c_counts *cc, int pass)
+{
+	struct meta_model *m = s->m;
+	const struct meta_function *f = &m->functions[fi];
+	s->rows_done = 0;
+	s->nrows = 0;
+	if (fmt == META_FMT_TEXT) {
+		fprintf(out, "function %s 0x%" PRIx64 "-0x%" PRIx64 "\n", f->name ? f->name : "<anon>",
+			f->low, f->high);
+	} else if (fmt == META_FMT_JSON) {
+		fputs(*first_out ? "{\"name\":" : ",\n{\"name\":", out);
+		*first_out = 0;
+		meta_put_json_str(out, f->name);
+		fprintf(out, ",\"low\":%" PRIu64 ",\"high\":%" PRIu64 ",\"vars\":[", f->low, f->high);
+	} else if (pass == 2) {
+		fputs("\t{ ", out);
+		meta_put_c_str(out, f->name);
+		fprintf(out, ", 0x%" PRIx64 "u, 0x%" PRIx64 "u, %zuu, %uu },\n", f->low, f->high, cc->vars,
+			f->var_count);
+		cc->vars += f->var_count;
+		return 0;
+	}
+	for (uint32_t k = 0; k < f->var_count; k++) {
+		const struct meta_var *v = &m->vars[f->var_first + k];
+		if (var_locations(s, f, v))
+			return -1;
+		if (fmt == META_FMT_TEXT) {
+			fprintf(out, "  %s %s type=%016" PRIx64 " (", v->kind == META_VAR_FORMAL ? "formal" : "local",
+				v->name ? v->name : "<anon>", meta_type_id(m, v->type));
+			meta_put_type_label(out, m, v->type);
+			putc(')', out);
+			for (size_t i = 0; i < s->nlocs; i++)
+				print_loc_text(out, &s->locs[i]);
+			putc('\n', out);
+		} else if (fmt == META_FMT_JSON) {
+			fputs(k ? ",{\"name\":" : "{\"name\":", out);
+			meta_put_json_str(out, v->name);
+			fprintf(out, ",\"kind\":\"%s\",\"type\":", v->kind == META_VAR_FORMAL ? "formal" : "local");
+			if (v->type == META_NONE)
+				fputs("null", out);
+			else
+				fprintf(out, "\"%016" PRIx64 "\"", meta_type_id(m, v->type));
+			fputs(",\"locations\":[", out);
+			for (size_t i = 0; i < s->nlocs; i++) {
+				const struct loc *l = &s->locs[i];
+				fprintf(out, "%s{\"lo\":%" PRIu64 ",\"hi\":%" PRIu64 ",\"where\":\"%s\"", i ? "," : "",
+					l->lo, l->hi, loc_names[l->kind]);
+				if (l->kind == LOC_REG || l->kind == LOC_BREG)
+					fprintf(out, ",\"reg\":%d", l->reg);
+				if (l->kind == LOC_CFA || l->kind == LOC_BREG)
+					fprintf(out, ",\"offset\":%" PRId64, l->offset);
+				if (l->kind == LOC_STATIC)
+					fprintf(out, ",\"addr\":%" PRIu64, (uint64_t)l->offset);
+				putc('}', out);
+			}
+			fputs("]}", out);
+		} else if (pass == 0) {
+			for (size_t i = 0; i < s->nlocs; i++) {
+				const struct loc *l = &s->locs[i];
+				fprintf(out, "\t{ 0x%" PRIx64 "u, 0x%" PRIx64 "u, %d, %d, %" PRId64 " },\n", l->lo,
+					l->hi, l->kind, l->reg, l->offset);
+			}
+		} else {
+			fputs("\t{ ", out);
+			meta_put_c_str(out, v->name);
+			fprintf(out, ", 0x%" PRIx64 "u, %d, %zuu, %zuu },\n", meta_type_id(m, v->type),
+				v->kind == META_VAR_FORMAL, cc->locs, s->nlocs);
+			cc->locs += s->nlocs;
+		}
+	}
+	if (fmt == META_FMT_JSON)
+		fputs("]}", out);
+	return 0;
+}
+
+int meta_tool_frames(struct meta_model *m, FILE *out, enum meta_format fmt, struct meta_err *err)
+{
+	if (meta_need_dwarf(m, "frames", err))
+		return -1;
+	struct frame_state s = { .m = m };
+	int rc = 0, first = 1;
+	struct c_counts cc = { 0 };
+	pthread_mutex_lock(&m->lock);
+	if (fmt == META_FMT_TEXT) {
+		fprintf(out, "# kiln meta frames %s: %zu functions; locations relative to the CFA\n",
+			m->path, m->nfunctions);
+	} else if (fmt == META_FMT_JSON) {
+		fputs("{\"tool\":\"frames\",\"binary\":", out);
+		meta_put_json_str(out, m->path);
+		fputs(",\"functions\":[\n", out);
+	} else {
+		fputs("/* kiln meta frames: generated; layout in docs/meta-formats.md */\n"
+		      "#include <stdint.h>\n\n"
+		      "/* kind: 0 cfa (offset from the CFA), 1 reg, 2 static (offset = address),\n"
+		      " * 3 breg (reg + offset, not CFA-relative), 4 computed, 5 complex, 6 none */\n"
+		      "struct kiln_meta_frame_loc {\n\tuint64_t lo, hi;\n\tint32_t kind, reg;\n\tint64_t offset;\n};\n\n"
+		      "struct kiln_meta_frame_var {\n\tconst char *name;\n\tuint64_t type;\n"
+		      "\tint32_t is_formal;\n\tuint32_t first_loc, nlocs;\n};\n\n"
+		      "struct kiln_meta_frame {\n\tconst char *name;\n\tuint64_t low, high;\n"
+		      "\tuint32_t first_var, nvars;\n};\n\n", out);
+	}
+	/* The C format needs three tables: three passes (locations, variables,
+	 * functions), so that indices line up. */
+	int passes = fmt == META_FMT_C ? 3 : 1;
+	static const char *const heads[] = {
+		"const struct kiln_meta_frame_loc kiln_meta_frame_locs[] = {\n",
+		"const struct kiln_meta_frame_var kiln_meta_frame_vars[] = {\n",
+		"const struct kiln_meta_frame kiln_meta_frames[] = {\n",
+	};
+	static const char *const tails[] = {
+		"\t{ 0, 0, 0, 0, 0 }\n};\n\n", "\t{ 0, 0, 0, 0, 0 }\n};\n\n", "\t{ 0, 0, 0, 0, 0 }\n};\n\n",
+	};
+	for (int pass = 0; pass < passes && !rc; pass++) {
+		if (fmt == META_FMT_C)
+			fputs(heads[pass], out);
+		for (size_t i = 0; i < m->nfunctions && !rc; i++)
+			rc = emit_function(&s, out, fmt, i, &first, &cc, pass);
+		if (fmt == META_FMT_C)
+			fputs(tails[pass], out);
+	}
+	if (fmt == META_FMT_JSON)
+		fputs("\n]}\n", out);
+	else if (fmt == META_FMT_C)
+		fprintf(out, "const uint32_t kiln_meta_nframes = %zuu;\n", m->nfunctions);
+	pthread_mutex_unlock(&m->lock);
+	free(s.rows);
+	free(s.locs);
+	if (rc)
+		meta_set_err(err, "%s: out of memory while computing frames", m->path);
+	return rc;
+}

@@ -1,0 +1,46 @@
+/* The metadata tools: pure functions from a model to an output stream. */
+#ifndef KILN_META_TOOL_H
+#define KILN_META_TOOL_H
+
+#include <stdio.h>
+
+#include "meta/model.h"
+#include "meta/vec.h"
+
+enum meta_format { META_FMT_TEXT, META_FMT_JSON, META_FMT_C };
+
+/* Writes the tool's output for M to OUT. Returns 0, or -1 with err->msg set
+ * (e.g. the binary has no DWARF and the tool needs it). */
+typedef int (*meta_tool_fn)(struct meta_model *m, FILE *out, enum meta_format fmt,
+			    struct meta_err *err);
+
+struct meta_tool {
+	const char *name;
+	meta_tool_fn run;
+	const char *summary;
+};
+
+extern const struct meta_tool meta_tools[];
+extern const size_t meta_ntools;
+const struct meta_tool *meta_tool_find(const char *name);
+int meta_format_parse(const char *s, enum meta_format *out);
+const char *meta_format_ext(enum meta_format f); /* "txt", "json", "c" */
+
+int meta_tool_types(struct meta_model *m, FILE *out, enum meta_format fmt, struct meta_err *err);
+int meta_tool_frames(struct meta_model *m, FILE *out, enum meta_format fmt, struct meta_err *err);
+int meta_tool_extrasyms(struct meta_model *m, FILE *out, enum meta_format fmt, struct meta_err *err);
+int meta_tool_syscalls(struct meta_model *m, FILE *out, enum meta_format fmt, struct meta_err *err);
+
+/* Output helpers shared by the tools. */
+void meta_put_json_str(FILE *out, const char *s);   /* "..." or null */
+void meta_put_c_str(FILE *out, const char *s);      /* "..." or 0 */
+/* A short readable name for type T ("struct foo", "int", "char *"). */
+void meta_put_type_label(FILE *out, const struct meta_model *m, uint32_t t);
+/* Class id of type T as 16 hex digits; "void" for META_NONE. */
+static inline uint64_t meta_type_id(const struct meta_model *m, uint32_t t)
+{
+	return t == META_NONE ? 0 : m->classes[m->types[t].cls].id;
+}
+int meta_need_dwarf(const struct meta_model *m, const char *tool, struct meta_err *err);
+
+#endif
