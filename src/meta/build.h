@@ -49,7 +49,7 @@ struct meta_builder {
 	uint64_t *var_ref_off;    /* per var */
 	uint64_t *global_ref_off; /* per global */
 	/* per member: DW_AT_bit_offset (old style) and storage size, for fixup */
-	struct meta_bitfix { uint32_t member; uint32_t bit_offset; uint32_t storage; } *bitfix;
+	struct meta_bitfix { uint32_t member; int32_t bit_offset; uint32_t storage; } *bitfix;
 	size_t nbitfix, cap_bitfix;
 	struct meta_u64map die_to_type;
 	int oom;

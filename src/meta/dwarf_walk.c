@@ -17,7 +17,8 @@
 struct attrs {
 	const char *name;
 	Dwarf_Attribute type, location, frame_base, origin, spec;
-	Dwarf_Word byte_size, bit_size, bit_offset, data_bit_offset, member_loc;
+	Dwarf_Word byte_size, bit_size, data_bit_offset, member_loc;
+	Dwarf_Sword bit_offset; /* negative when a packed bitfield spills over */
 	Dwarf_Word upper_bound, count, encoding, const_value;
 	Dwarf_Sword lower_bound;
 	Dwarf_Addr low_pc, high_pc;
@@ -52,7 +53,7 @@ static int collect(Dwarf_Attribute *a, void *arg)
 		t->has_bit_size = udata(a, &t->bit_size);
 		break;
 	case DW_AT_bit_offset:
-		t->has_bit_offset = udata(a, &t->bit_offset);
+		t->has_bit_offset = dwarf_formsdata(a, &t->bit_offset) == 0;
 		break;
 	case DW_AT_data_bit_offset:
 		t->has_data_bit_offset = udata(a, &t->data_bit_offset);
@@ -309,7 +310,7 @@ static int member_of(struct meta_builder *b, Dwarf_Die *c, int ptag, struct pend
 		} else {
 			mm.value = (t.has_member_loc ? t.member_loc : 0) * 8;
 			if (t.has_bit_offset && t.has_bit_size) {
-				struct meta_bitfix f = { (uint32_t)p->n, (uint32_t)t.bit_offset,
+				struct meta_bitfix f = { (uint32_t)p->n, (int32_t)t.bit_offset,
 							 t.has_byte_size ? (uint32_t)t.byte_size : 0 };
 				if (meta_grow((void **)&p->fix, &p->capf, p->nfix + 1, sizeof *p->fix))
 					return -1;

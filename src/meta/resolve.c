@@ -81,13 +81,13 @@ int meta_resolve_types(struct meta_builder *b)
 		if (!storage && !size_of(m, mm->type, 0, &storage))
 			continue;
 		/* Little-endian: DW_AT_bit_offset counts from the MSB of the unit. */
-		uint64_t from_lsb = storage * 8 - f.bit_offset - mm->bit_size;
-		if (storage * 8 < (uint64_t)f.bit_offset + mm->bit_size) {
+		int64_t from_lsb = (int64_t)storage * 8 - f.bit_offset - mm->bit_size;
+		if (from_lsb < 0 || from_lsb + mm->bit_size > (int64_t)storage * 8 + 64) {
 			meta_warn(m, "%s: member '%s' has a bit offset outside its storage unit",
 				  m->path, mm->name ? mm->name : "");
 			continue;
 		}
-		mm->value += from_lsb;
+		mm->value += (uint64_t)from_lsb;
 	}
 	return 0;
 }
