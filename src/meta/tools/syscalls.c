@@ -18,8 +18,8 @@ struct site {
 	uint64_t offset;
 };
 
-/* Start of the disassembly run that covers ADDR in section S. */
-static uint64_t sync_point(const struct meta_model *m, const struct meta_section *s, uint64_t addr)
+/* Index of the last symbol at or below ADDR inside section S, or -1. */
+static long preceding_symbol(const struct meta_model *m, const struct meta_section *s, uint64_t addr)
 {
 	long lo = 0, hi = (long)m->nsymbols - 1, best = -1;
 	while (lo <= hi) {
@@ -31,12 +31,20 @@ static uint64_t sync_point(const struct meta_model *m, const struct meta_section
 			hi = mid - 1;
 		}
 	}
-	if (best >= 0 && m->symbols[best].addr >= s->addr)
-		return m->symbols[best].addr;
-	return s->addr;
+	return best >= 0 && m->symbols[best].addr >= s->addr ? best : -1;
 }
 
-static const char *function_at(const struct meta_model *m, uint64_t addr, uint64_t *start)
+/* Start of the disassembly run that covers ADDR in section S. */
+static uint64_t sync_point(const struct meta_model *m, const struct meta_section *s, uint64_t addr)
+{
+	long i = preceding_symbol(m, s, addr);
+	return i >= 0 ? m->symbols[i].addr : s->addr;
+}
+
+/* The function covering ADDR: a sized FUNC symbol, else a DWARF function,
+ * else (hand-written code such as __restore_rt) the nearest preceding label. */
+static const char *function_at(const struct meta_model *m, const struct meta_section *s,
+			       uint64_t addr, uint64_t *start)
 {
 	long si = meta_symbol_at(m, addr);
 	if (si >= 0) {
@@ -52,6 +60,11 @@ static const char *function_at(const struct meta_model *m, uint64_t addr, uint64
 				return f->name;
 			}
 		}
+	}
+	long i = preceding_symbol(m, s, addr);
+	if (i >= 0) {
+		*start = m->symbols[i].addr;
+		return m->symbols[i].name;
 	}
 	*start = addr;
 	return NULL;
@@ -94,7 +107,7 @@ static int scan_section(const struct meta_model *m, const struct meta_section *s
 		if (!cs_disasm_iter(cs, &c2, &s2, &pc2, insn) || insn->id != X86_INS_SYSCALL)
 			continue;
 		uint64_t fstart;
-		struct site site = { addr, function_at(m, addr, &fstart), 0 };
+		struct site site = { addr, function_at(m, s, addr, &fstart), 0 };
 		site.offset = addr - fstart;
 		if (META_PUSH(*v, *n, *cap, site))
 			return -1;

@@ -1,0 +1,25 @@
+/* Fixture for `syscalls`: a static binary (all of libc's syscall sites) plus
+ * raw syscall instructions of its own, and the bytes 0f 05 hidden inside
+ * other instructions, which must not count. */
+#include <unistd.h>
+#include <sys/syscall.h>
+
+long __attribute__((noinline)) raw_getpid(void)
+{
+	long ret;
+	__asm__ volatile("syscall" : "=a"(ret) : "a"(SYS_getpid) : "rcx", "r11", "memory");
+	return ret;
+}
+
+unsigned __attribute__((noinline)) hidden_bytes(void)
+{
+	unsigned v;
+	/* mov $0x050f050f, %eax: the immediate holds 0f 05 twice */
+	__asm__ volatile("mov $0x050f050f, %0" : "=r"(v));
+	return v;
+}
+
+int main(void)
+{
+	return (int)(raw_getpid() + syscall(SYS_getppid) + hidden_bytes() == 0);
+}

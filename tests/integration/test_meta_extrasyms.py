@@ -1,0 +1,46 @@
+"""`kiln meta extrasyms` on a binary whose local symbols were discarded
+recovers what `nm` lists in the original."""
+import pytest
+
+from conftest import run
+from meta_util import FIXTURES, cc, meta_json
+
+
+def nm_symbols(binary):
+    r = run(["nm", "-S", "--defined-only", binary])
+    assert r.returncode == 0, r.stderr
+    out = {}
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if len(f) == 4:
+            out[f[3]] = (int(f[0], 16), int(f[1], 16), f[2])
+    return out
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_recovers_discarded_locals(kiln_bin, tmp_path, opt):
+    orig = cc(tmp_path / "orig", [FIXTURES / "statics.c"], ["-g", opt])
+    stripped = tmp_path / "stripped"
+    # --discard-all alone also drops the debug sections of an executable:
+    # keep them, as a build that strips locals but ships debug info would.
+    r = run(["objcopy", "--discard-all", "--keep-section=.debug_*", orig, stripped])
+    assert r.returncode == 0, r.stderr
+    before, after = nm_symbols(orig), nm_symbols(stripped)
+    # The oracle: fixture locals nm sees in the original and not after objcopy
+    # (names like fx_calls.0 for function-scope statics).
+    lost = {n: v for n, v in before.items() if n.startswith("fx_") and n not in after}
+    assert len(lost) >= (6 if opt == "-O0" else 4), f"fixture did not produce discarded locals: {sorted(before)}"
+    doc = meta_json(kiln_bin, "extrasyms", stripped)
+    got = {e["addr"]: e for e in doc["extrasyms"]}
+    for name, (addr, size, kind) in lost.items():
+        assert addr in got, f"{name} at {addr:#x} ({kind}) not recovered"
+        e = got[addr]
+        assert e["name"] == name.split(".")[0], (name, e)
+        assert e["size"] == size, (name, e)
+        assert e["kind"] == ("function" if kind in "tT" else "object"), (name, e)
+    # Whatever remains in the symbol table is not reported.
+    kept = {v[0] for n, v in after.items() if n.startswith("fx_")}
+    assert not kept & set(got), "symbols still in the table were reported"
+    # On the original, nothing of the fixture is missing.
+    orig_doc = meta_json(kiln_bin, "extrasyms", orig)
+    assert not [e for e in orig_doc["extrasyms"] if e["name"].startswith("fx_")]
