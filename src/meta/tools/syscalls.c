@@ -41,6 +41,22 @@ static uint64_t sync_point(const struct meta_model *m, const struct meta_section
 	return i >= 0 ? m->symbols[i].addr : s->addr;
 }
 
+/* Data in a code section (e.g. precomputed tables in hand-written assembly):
+ * the nearest preceding symbol is an object and no function starts there. */
+static int in_data(const struct meta_model *m, const struct meta_section *s, uint64_t addr)
+{
+	long i = preceding_symbol(m, s, addr);
+	if (i < 0)
+		return 0;
+	int object = 0;
+	for (uint64_t at = m->symbols[i].addr; i >= 0 && m->symbols[i].addr == at; i--) {
+		if (m->symbols[i].type == STT_FUNC || m->symbols[i].type == STT_GNU_IFUNC)
+			return 0;
+		object |= m->symbols[i].type == STT_OBJECT;
+	}
+	return object;
+}
+
 /* The function covering ADDR: a sized FUNC symbol, else a DWARF function,
  * else (hand-written code such as __restore_rt) the nearest preceding label. */
 static const char *function_at(const struct meta_model *m, const struct meta_section *s,
@@ -82,6 +98,8 @@ static int scan_section(const struct meta_model *m, const struct meta_section *s
 			break;
 		uint64_t addr = s->addr + (uint64_t)(hit - s->data);
 		p = hit + 1;
+		if (in_data(m, s, addr))
+			continue;
 		uint64_t from = sync_point(m, s, addr);
 		if (from != run_start) {
 			run_start = from;
