@@ -41,6 +41,13 @@ static int add_loc(struct frame_state *s, struct loc l)
 {
 	if (l.hi <= l.lo)
 		return 0;
+	if (s->nlocs) { /* merge with an adjacent identical location */
+		struct loc *p = &s->locs[s->nlocs - 1];
+		if (p->hi == l.lo && p->kind == l.kind && p->reg == l.reg && p->offset == l.offset) {
+			p->hi = l.hi;
+			return 0;
+		}
+	}
 	return META_PUSH(s->locs, s->nlocs, s->caplocs, l);
 }
 
