@@ -51,7 +51,10 @@ struct meta_builder {
 	/* per member: DW_AT_bit_offset (old style) and storage size, for fixup */
 	struct meta_bitfix { uint32_t member; int32_t bit_offset; uint32_t storage; } *bitfix;
 	size_t nbitfix, cap_bitfix;
-	struct meta_u64map die_to_type;
+	/* DIE offset (+1) of each type: the walk appends them in increasing
+	 * order (pre-order = file order), so lookups are binary searches. */
+	uint64_t *type_die;
+	uint32_t *type_order; /* permutation sorted by offset, when not already */
 	int oom;
 };
 

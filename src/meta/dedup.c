@@ -48,8 +48,42 @@ static void round_types(const struct meta_model *m, const uint64_t *in, uint64_t
 	}
 }
 
+/* A set of 64-bit values sized once for N insertions, reused every round. */
+struct vset {
+	uint64_t *slots; /* value + 1 after mixing is never 0: 0 = empty */
+	size_t mask;
+};
+
+static int vset_init(struct vset *s, size_t n)
+{
+	size_t cap = 1024;
+	while (cap < 2 * n)
+		cap *= 2;
+	s->slots = malloc(cap * sizeof *s->slots);
+	s->mask = cap - 1;
+	return s->slots ? 0 : -1;
+}
+
+/* Number of distinct values in V[0..N). */
+static size_t count_distinct(struct vset *s, const uint64_t *v, size_t n)
+{
+	memset(s->slots, 0, (s->mask + 1) * sizeof *s->slots);
+	size_t distinct = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t k = v[i] | 1; /* never 0; halves the space, fine for counting */
+		size_t j = (size_t)(k >> 7) & s->mask;
+		while (s->slots[j] && s->slots[j] != k)
+			j = (j + 1) & s->mask;
+		if (!s->slots[j]) {
+			s->slots[j] = k;
+			distinct++;
+		}
+	}
+	return distinct;
+}
+
 /* Number of distinct values; counts each value's occurrences into MAP. */
-static int count_distinct(const uint64_t *v, size_t n, struct meta_u64map *map, size_t *out)
+static int count_occurrences(const uint64_t *v, size_t n, struct meta_u64map *map, size_t *out)
 {
 	meta_u64map_free(map);
 	for (size_t i = 0; i < n; i++) {
@@ -91,7 +125,7 @@ static int assign_ids(struct meta_model *m, const uint64_t *class_shallow, struc
 		if (round < ID_DEPTH)
 			continue;
 		size_t distinct;
-		if (count_distinct(g, n, map, &distinct))
+		if (count_occurrences(g, n, map, &distinct))
 			break;
 		for (size_t c = 0; c < n; c++) {
 			if (!done[c] && meta_u64map_get(map, g[c]) == 1) {
@@ -127,20 +161,21 @@ int meta_dedup_types(struct meta_model *m, struct meta_err *err)
 		goto out;
 	for (size_t i = 0; i < n; i++)
 		h[i] = shallow(m, &m->types[i]);
-	size_t distinct, prev;
-	if (count_distinct(h, n, &map, &prev))
+	struct vset set;
+	if (vset_init(&set, n))
 		goto out;
+	size_t distinct, prev = count_distinct(&set, h, n);
 	for (;;) {
 		round_types(m, h, h2);
 		uint64_t *tmp = h;
 		h = h2;
 		h2 = tmp;
-		if (count_distinct(h, n, &map, &distinct))
-			goto out;
+		distinct = count_distinct(&set, h, n);
 		if (distinct == prev)
 			break;
 		prev = distinct;
 	}
+	free(set.slots);
 	/* h2 holds the previous round; same partition. Number classes in order
 	 * of first appearance. */
 	meta_u64map_free(&map);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "meta/build.h"
+#include "meta/expr.h"
 
 #define MAX_DEPTH 512
 
@@ -379,9 +380,12 @@ static int add_type(struct meta_builder *b, Dwarf_Die *die, int tag, const struc
 		if (!r)
 			return oom(b);
 		b->type_ref_off = r;
+		r = realloc(b->type_die, b->cap_types * sizeof *r);
+		if (!r)
+			return oom(b);
+		b->type_die = r;
 	}
-	if (meta_u64map_put(&b->die_to_type, dwarf_dieoffset(die) + 1, idx))
-		return oom(b);
+	b->type_die[idx] = dwarf_dieoffset(die) + 1;
 	uint64_t tref = t->has_type ? ref_offset((Dwarf_Attribute *)&t->type) : 0;
 	b->type_ref_off[idx] = tref;
 
@@ -474,13 +478,20 @@ static int add_global(struct meta_builder *b, const struct attrs *t, uint64_t ad
 }
 
 /* A single DW_OP_addr location: a variable at a fixed address. */
-static int static_address(Dwarf_Attribute *loc, uint64_t *addr)
+static int static_address(const struct meta_model *m, Dwarf_Attribute *loc, uint64_t *addr)
 {
+	struct meta_op op;
+	if (m->addr_size) {
+		if (!meta_expr_simple(loc, m->addr_size, &op) || op.atom != DW_OP_addr)
+			return 0;
+		*addr = op.addr;
+		return 1;
+	}
 	Dwarf_Op *ops;
 	size_t n;
-	if (dwarf_whatform(loc) != DW_FORM_exprloc && dwarf_whatform(loc) != DW_FORM_block1 &&
-	    dwarf_whatform(loc) != DW_FORM_block2 && dwarf_whatform(loc) != DW_FORM_block4 &&
-	    dwarf_whatform(loc) != DW_FORM_block)
+	unsigned int form = dwarf_whatform(loc);
+	if (form == DW_FORM_sec_offset || form == DW_FORM_loclistx || form == DW_FORM_data4 ||
+	    form == DW_FORM_data8)
 		return 0;
 	if (dwarf_getlocation(loc, &ops, &n) != 0 || n != 1 || ops[0].atom != DW_OP_addr)
 		return 0;
@@ -497,7 +508,7 @@ static int add_var(struct meta_builder *b, Dwarf_Die *die, int tag, struct attrs
 		return 0;
 	inherit(t);
 	uint64_t addr = 0;
-	int is_static = t->has_location && static_address(&t->location, &addr);
+	int is_static = t->has_location && static_address(m, &t->location, &addr);
 	if (is_static && t->name && add_global(b, t, addr))
 		return -1;
 	if (ctx.function == META_NONE)

@@ -54,6 +54,7 @@ int meta_read_elf(struct meta_model *m, struct meta_err *err)
 	gelf_getehdr(m->elf, &eh);
 	m->elf_class = gelf_getclass(m->elf);
 	m->machine = eh.e_machine;
+	m->addr_size = eh.e_ident[EI_DATA] != ELFDATA2LSB ? 0 : m->elf_class == ELFCLASS32 ? 4 : 8;
 	size_t shstrndx;
 	if (elf_getshdrstrndx(m->elf, &shstrndx) != 0) {
 		meta_set_err(err, "%s: corrupt section name table index: %s", m->path, elf_errmsg(-1));

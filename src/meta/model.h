@@ -118,7 +118,11 @@ struct meta_model {
 	Elf *elf, *debug_elf;
 	Dwarf *dwarf;         /* NULL when the binary has no DWARF */
 	Dwarf_CFI *eh_cfi, *debug_cfi;
+	/* raw .debug_loc / .debug_loclists bytes (NULL if absent or compressed) */
+	const unsigned char *raw_loc, *raw_loclists;
+	size_t raw_loc_size, raw_loclists_size;
 	int elf_class;
+	int addr_size;        /* 8 or 4; 0 for big-endian (raw decoding off) */
 	uint16_t machine;
 	pthread_mutex_t lock; /* serializes libdw calls made by tools */
 

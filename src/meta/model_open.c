@@ -62,6 +62,33 @@ static int has_debug_info(Elf *elf)
 	return 0;
 }
 
+/* Raw bytes of the location-list sections, for the fast reader in expr.c. */
+static void find_loclists(struct meta_model *m, Elf *elf)
+{
+	size_t shstrndx;
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return;
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || (sh.sh_flags & SHF_COMPRESSED))
+			continue;
+		const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
+		int is_loc = name && !strcmp(name, ".debug_loc");
+		if (!is_loc && !(name && !strcmp(name, ".debug_loclists")))
+			continue;
+		Elf_Data *d = elf_rawdata(scn, NULL);
+		if (!d || !d->d_buf)
+			continue;
+		if (is_loc) {
+			m->raw_loc = d->d_buf;
+			m->raw_loc_size = d->d_size;
+		} else {
+			m->raw_loclists = d->d_buf;
+			m->raw_loclists_size = d->d_size;
+		}
+	}
+}
+
 static int open_dwarf(struct meta_model *m, struct meta_err *err)
 {
 	Elf *src = m->elf;
@@ -83,6 +110,7 @@ static int open_dwarf(struct meta_model *m, struct meta_err *err)
 			meta_set_err(err, "%s: cannot read DWARF: %s", src_path, dwarf_errmsg(-1));
 			return -1;
 		}
+		find_loclists(m, src);
 	}
 	m->eh_cfi = dwarf_getcfi_elf(m->elf);
 	if (m->dwarf)
@@ -114,7 +142,8 @@ int meta_model_open(const char *path, struct meta_model **out, struct meta_err *
 		free(b.var_ref_off);
 		free(b.global_ref_off);
 		free(b.bitfix);
-		meta_u64map_free(&b.die_to_type);
+		free(b.type_die);
+		free(b.type_order);
 		if (rc || meta_dedup_types(m, err))
 			goto fail;
 	}

@@ -3,14 +3,58 @@
  * positions (DW_AT_bit_offset, counted from the storage unit's MSB) become bit
  * offsets from the start of the struct. */
 #include <dwarf.h>
+#include <stdlib.h>
 
 #include "meta/build.h"
+
+static int cmp_order(const void *a, const void *b, void *keys)
+{
+	const uint64_t *k = keys;
+	uint64_t x = k[*(const uint32_t *)a], y = k[*(const uint32_t *)b];
+	return x < y ? -1 : x > y;
+}
+
+/* Makes type_die searchable: already sorted in the common case, else a
+ * sorted permutation. */
+static int index_types(struct meta_builder *b)
+{
+	size_t n = b->m->ntypes;
+	for (size_t i = 1; i < n; i++) {
+		if (b->type_die[i - 1] < b->type_die[i])
+			continue;
+		b->type_order = malloc(n * sizeof *b->type_order);
+		if (!b->type_order)
+			return -1;
+		for (size_t k = 0; k < n; k++)
+			b->type_order[k] = (uint32_t)k;
+		qsort_r(b->type_order, n, sizeof *b->type_order, cmp_order, b->type_die);
+		return 0;
+	}
+	return 0;
+}
+
+static uint32_t lookup(const struct meta_builder *b, uint64_t off)
+{
+	size_t lo = 0, hi = b->m->ntypes;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint32_t idx = b->type_order ? b->type_order[mid] : (uint32_t)mid;
+		uint64_t k = b->type_die[idx];
+		if (k == off)
+			return idx;
+		if (k < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return META_NONE;
+}
 
 static uint32_t resolve(struct meta_builder *b, uint64_t off, const char *what)
 {
 	if (!off)
 		return META_NONE;
-	uint32_t t = meta_u64map_get(&b->die_to_type, off);
+	uint32_t t = lookup(b, off);
 	if (t == META_NONE)
 		meta_warn(b->m, "%s: %s refers to DIE 0x%llx, which is not a type; treated as void",
 			  b->m->path, what, (unsigned long long)(off - 1));
@@ -56,6 +100,10 @@ static int size_of(struct meta_model *m, uint32_t i, int depth, uint64_t *out)
 int meta_resolve_types(struct meta_builder *b)
 {
 	struct meta_model *m = b->m;
+	if (index_types(b)) {
+		meta_set_err(b->err, "%s: out of memory", m->path);
+		return -1;
+	}
 	for (size_t i = 0; i < m->ntypes; i++)
 		m->types[i].ref = resolve(b, b->type_ref_off[i], "a type");
 	for (size_t i = 0; i < m->ntypes; i++) {

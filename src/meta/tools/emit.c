@@ -50,7 +50,9 @@ static void label(FILE *out, const struct meta_model *m, uint32_t t, int depth)
 		const struct meta_type *ty = &m->types[t];
 		switch (ty->kind) {
 		case META_STRUCT: case META_UNION: case META_CLASS: case META_ENUM:
-			fprintf(out, "%s %s", meta_kind_name(ty->kind), ty->name ? ty->name : "<anon>");
+			fputs_unlocked(meta_kind_name(ty->kind), out);
+			putc_unlocked(' ', out);
+			fputs_unlocked(ty->name ? ty->name : "<anon>", out);
 			return;
 		case META_POINTER:
 			label(out, m, ty->ref, depth + 1);
@@ -79,4 +81,38 @@ static void label(FILE *out, const struct meta_model *m, uint32_t t, int depth)
 void meta_put_type_label(FILE *out, const struct meta_model *m, uint32_t t)
 {
 	label(out, m, t, 0);
+}
+
+/* Number formatting without printf: the tools print millions of numbers. */
+void meta_put_u64(FILE *out, uint64_t v)
+{
+	char buf[24], *p = buf + sizeof buf;
+	do
+		*--p = (char)('0' + v % 10);
+	while (v /= 10);
+	fwrite_unlocked(p, 1, (size_t)(buf + sizeof buf - p), out);
+}
+
+void meta_put_i64(FILE *out, int64_t v, int plus)
+{
+	if (v < 0) {
+		putc_unlocked('-', out);
+		meta_put_u64(out, (uint64_t)0 - (uint64_t)v);
+		return;
+	}
+	if (plus)
+		putc_unlocked('+', out);
+	meta_put_u64(out, (uint64_t)v);
+}
+
+void meta_put_hex(FILE *out, uint64_t v, int width)
+{
+	static const char digits[] = "0123456789abcdef";
+	char buf[16], *p = buf + sizeof buf;
+	do
+		*--p = digits[v & 15];
+	while ((v >>= 4) && p > buf);
+	while (buf + sizeof buf - p < width && p > buf)
+		*--p = '0';
+	fwrite_unlocked(p, 1, (size_t)(buf + sizeof buf - p), out);
 }

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
+#include "meta/expr.h"
 #include "meta/tools/tool.h"
 
 enum loc_kind { LOC_CFA, LOC_REG, LOC_STATIC, LOC_BREG, LOC_COMPUTED, LOC_COMPLEX, LOC_NONE };
@@ -35,6 +36,11 @@ struct frame_state {
 	int rows_done;
 	struct loc *locs;
 	size_t nlocs, caplocs;
+	struct meta_loc_entry *entries;
+	size_t capentries;
+	Dwarf_CU *cu;          /* CU of the last location list read, and its */
+	uint64_t cu_base;      /* base address and DWARF version */
+	int cu_version;
 };
 
 static int add_loc(struct frame_state *s, struct loc l)
@@ -121,13 +127,39 @@ static int breg_loc(struct frame_state *s, const struct meta_function *f, uint64
 	return pc < hi ? add_loc(s, (struct loc){ pc, hi, LOC_BREG, reg, off }) : 0;
 }
 
-static int frame_base(const struct meta_function *f, int *reg, int64_t *off)
+/* The raw decoder's result as the libdw operation it stands for. */
+static Dwarf_Op as_op(const struct meta_op *o)
 {
-	Dwarf_Op *ops;
+	Dwarf_Op op = { .atom = o->atom };
+	if (o->atom == DW_OP_reg0) {
+		op.atom = o->reg < 32 ? (uint8_t)(DW_OP_reg0 + o->reg) : DW_OP_regx;
+		op.number = (Dwarf_Word)o->reg;
+	} else if (o->atom == DW_OP_breg0) {
+		op.atom = o->reg < 32 ? (uint8_t)(DW_OP_breg0 + o->reg) : DW_OP_bregx;
+		op.number = o->reg < 32 ? (Dwarf_Word)o->offset : (Dwarf_Word)o->reg;
+		op.number2 = (Dwarf_Word)o->offset;
+	} else if (o->atom == DW_OP_fbreg) {
+		op.number = (Dwarf_Word)o->offset;
+	} else if (o->atom == DW_OP_addr) {
+		op.number = o->addr;
+	}
+	return op;
+}
+
+static int frame_base(const struct meta_model *m, const struct meta_function *f, int *reg, int64_t *off)
+{
+	Dwarf_Op *ops, one;
 	size_t n;
-	if (!f->has_frame_base || dwarf_getlocation((Dwarf_Attribute *)&f->frame_base, &ops, &n) != 0 ||
-	    n != 1)
+	struct meta_op raw;
+	if (!f->has_frame_base)
 		return -1;
+	if (m->addr_size && meta_expr_simple((Dwarf_Attribute *)&f->frame_base, m->addr_size, &raw)) {
+		one = as_op(&raw);
+		ops = &one;
+		n = 1;
+	} else if (dwarf_getlocation((Dwarf_Attribute *)&f->frame_base, &ops, &n) != 0 || n != 1) {
+		return -1;
+	}
 	if (ops[0].atom == DW_OP_call_frame_cfa)
 		return 0;
 	if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
@@ -169,7 +201,7 @@ static int describe(struct frame_state *s, const struct meta_function *f, uint64
 	} else if (a == DW_OP_fbreg) {
 		int reg;
 		int64_t off;
-		int fb = frame_base(f, &reg, &off);
+		int fb = frame_base(s->m, f, &reg, &off);
 		if (fb == 0) {
 			l.kind = LOC_CFA;
 			l.offset = (int64_t)ops[0].number;
@@ -178,6 +210,69 @@ static int describe(struct frame_state *s, const struct meta_function *f, uint64
 		}
 	}
 	return add_loc(s, l);
+}
+
+/* An expression the raw decoder does not take apart: classified by its first
+ * operation and last byte (a value computed on the DWARF stack, or else an
+ * address computation too complex to be a frame slot). */
+static int describe_raw(struct frame_state *s, const struct meta_function *f, uint64_t lo, uint64_t hi,
+			const unsigned char *e, size_t len)
+{
+	struct meta_op raw;
+	if (meta_expr_decode(e, len, s->m->addr_size, &raw)) {
+		Dwarf_Op one = as_op(&raw);
+		return describe(s, f, lo, hi, &one, 1);
+	}
+	struct loc l = { lo, hi, LOC_COMPLEX, 0, 0 };
+	if (len == 0)
+		l.kind = LOC_NONE;
+	else if (e[0] == DW_OP_implicit_pointer || e[0] == DW_OP_GNU_implicit_pointer ||
+		 e[0] == DW_OP_entry_value || e[0] == DW_OP_GNU_entry_value ||
+		 e[0] == DW_OP_implicit_value || e[len - 1] == DW_OP_stack_value)
+		l.kind = LOC_COMPUTED;
+	return add_loc(s, l);
+}
+
+/* Location list of V through the raw reader: 1 done, 0 leave it to libdw. */
+static int raw_list(struct frame_state *s, const struct meta_function *f, const struct meta_var *v,
+		    Dwarf_Attribute *attr)
+{
+	struct meta_model *m = s->m;
+	if (!m->addr_size || (!m->raw_loc && !m->raw_loclists))
+		return 0;
+	if (attr->cu != s->cu) {
+		Dwarf_Die cudie;
+		Dwarf_Half version;
+		Dwarf_Addr base = 0;
+		if (!dwarf_cu_die(attr->cu, &cudie, &version, NULL, NULL, NULL, NULL, NULL))
+			return 0;
+		if (dwarf_lowpc(&cudie, &base) != 0)
+			base = 0;
+		s->cu = attr->cu;
+		s->cu_base = base;
+		s->cu_version = version;
+	}
+	long n = meta_loclist_read(attr, m->raw_loc, m->raw_loc_size, m->raw_loclists,
+				   m->raw_loclists_size, m->addr_size, s->cu_base, s->cu_version,
+				   &s->entries, &s->capentries);
+	if (n == -2)
+		return 0;
+	if (n < 0) {
+		meta_warn(m, "%s: variable '%s' in %s: corrupt location list", m->path,
+			  v->name ? v->name : "", f->name ? f->name : "?");
+		return 1;
+	}
+	const struct meta_range *scope = &m->ranges[v->scope_first];
+	for (long i = 0; i < n; i++) {
+		const struct meta_loc_entry *e = &s->entries[i];
+		for (uint32_t r = 0; r < v->scope_count; r++) {
+			uint64_t lo = scope[r].lo > e->lo ? scope[r].lo : e->lo;
+			uint64_t hi = scope[r].hi < e->hi ? scope[r].hi : e->hi;
+			if (lo < hi && describe_raw(s, f, lo, hi, e->expr, e->len))
+				return -1;
+		}
+	}
+	return 1;
 }
 
 /* All locations of V, clipped to its scope's ranges. */
@@ -196,6 +291,17 @@ static int var_locations(struct frame_state *s, const struct meta_function *f, c
 	size_t n;
 	ptrdiff_t off = 0;
 	Dwarf_Attribute attr = v->location;
+	struct meta_op raw;
+	if (s->m->addr_size && meta_expr_simple(&attr, s->m->addr_size, &raw)) {
+		Dwarf_Op one = as_op(&raw);
+		for (uint32_t r = 0; r < v->scope_count; r++)
+			if (describe(s, f, scope[r].lo, scope[r].hi, &one, 1))
+				return -1;
+		return 0;
+	}
+	int done = raw_list(s, f, v, &attr);
+	if (done)
+		return done < 0 ? -1 : 0;
 	while ((off = dwarf_getlocations(&attr, off, &base, &start, &end, &ops, &n)) > 0) {
 		for (uint32_t r = 0; r < v->scope_count; r++) {
 			uint64_t lo = scope[r].lo > start ? scope[r].lo : start;
@@ -212,23 +318,57 @@ static int var_locations(struct frame_state *s, const struct meta_function *f, c
 
 static void print_loc_text(FILE *out, const struct loc *l)
 {
+	putc_unlocked(' ', out);
 	switch (l->kind) {
 	case LOC_CFA:
-		fprintf(out, " cfa%+" PRId64, l->offset);
+		meta_puts(out, "cfa");
+		meta_put_i64(out, l->offset, 1);
 		break;
 	case LOC_REG:
-		fprintf(out, " reg%d", l->reg);
+		meta_puts(out, "reg");
+		meta_put_u64(out, (uint64_t)l->reg);
 		break;
 	case LOC_BREG:
-		fprintf(out, " breg%d%+" PRId64, l->reg, l->offset);
+		meta_puts(out, "breg");
+		meta_put_u64(out, (uint64_t)l->reg);
+		meta_put_i64(out, l->offset, 1);
 		break;
 	case LOC_STATIC:
-		fprintf(out, " static@0x%" PRIx64, (uint64_t)l->offset);
+		meta_puts(out, "static@0x");
+		meta_put_hex(out, (uint64_t)l->offset, 1);
 		break;
 	default:
-		fprintf(out, " %s", loc_names[l->kind]);
+		meta_puts(out, loc_names[l->kind]);
 	}
-	fprintf(out, "[0x%" PRIx64 ",0x%" PRIx64 ")", l->lo, l->hi);
+	meta_puts(out, "[0x");
+	meta_put_hex(out, l->lo, 1);
+	meta_puts(out, ",0x");
+	meta_put_hex(out, l->hi, 1);
+	putc_unlocked(')', out);
+}
+
+static void print_loc_json(FILE *out, const struct loc *l, int first)
+{
+	meta_puts(out, first ? "{\"lo\":" : ",{\"lo\":");
+	meta_put_u64(out, l->lo);
+	meta_puts(out, ",\"hi\":");
+	meta_put_u64(out, l->hi);
+	meta_puts(out, ",\"where\":\"");
+	meta_puts(out, loc_names[l->kind]);
+	putc_unlocked('"', out);
+	if (l->kind == LOC_REG || l->kind == LOC_BREG) {
+		meta_puts(out, ",\"reg\":");
+		meta_put_u64(out, (uint64_t)l->reg);
+	}
+	if (l->kind == LOC_CFA || l->kind == LOC_BREG) {
+		meta_puts(out, ",\"offset\":");
+		meta_put_i64(out, l->offset, 0);
+	}
+	if (l->kind == LOC_STATIC) {
+		meta_puts(out, ",\"addr\":");
+		meta_put_u64(out, (uint64_t)l->offset);
+	}
+	putc_unlocked('}', out);
 }
 
 struct c_counts { size_t locs, vars; };
@@ -261,8 +401,11 @@ static int emit_function(struct frame_state *s, FILE *out, enum meta_format fmt,
 		if (var_locations(s, f, v))
 			return -1;
 		if (fmt == META_FMT_TEXT) {
-			fprintf(out, "  %s %s type=%016" PRIx64 " (", v->kind == META_VAR_FORMAL ? "formal" : "local",
-				v->name ? v->name : "<anon>", meta_type_id(m, v->type));
+			meta_puts(out, v->kind == META_VAR_FORMAL ? "  formal " : "  local ");
+			meta_puts(out, v->name ? v->name : "<anon>");
+			meta_puts(out, " type=");
+			meta_put_hex(out, meta_type_id(m, v->type), 16);
+			meta_puts(out, " (");
 			meta_put_type_label(out, m, v->type);
 			putc(')', out);
 			for (size_t i = 0; i < s->nlocs; i++)
@@ -277,18 +420,8 @@ static int emit_function(struct frame_state *s, FILE *out, enum meta_format fmt,
 			else
 				fprintf(out, "\"%016" PRIx64 "\"", meta_type_id(m, v->type));
 			fputs(",\"locations\":[", out);
-			for (size_t i = 0; i < s->nlocs; i++) {
-				const struct loc *l = &s->locs[i];
-				fprintf(out, "%s{\"lo\":%" PRIu64 ",\"hi\":%" PRIu64 ",\"where\":\"%s\"", i ? "," : "",
-					l->lo, l->hi, loc_names[l->kind]);
-				if (l->kind == LOC_REG || l->kind == LOC_BREG)
-					fprintf(out, ",\"reg\":%d", l->reg);
-				if (l->kind == LOC_CFA || l->kind == LOC_BREG)
-					fprintf(out, ",\"offset\":%" PRId64, l->offset);
-				if (l->kind == LOC_STATIC)
-					fprintf(out, ",\"addr\":%" PRIu64, (uint64_t)l->offset);
-				putc('}', out);
-			}
+			for (size_t i = 0; i < s->nlocs; i++)
+				print_loc_json(out, &s->locs[i], i == 0);
 			fputs("]}", out);
 		} else if (pass == 0) {
 			for (size_t i = 0; i < s->nlocs; i++) {
@@ -361,6 +494,7 @@ int meta_tool_frames(struct meta_model *m, FILE *out, enum meta_format fmt, stru
 	pthread_mutex_unlock(&m->lock);
 	free(s.rows);
 	free(s.locs);
+	free(s.entries);
 	if (rc)
 		meta_set_err(err, "%s: out of memory while computing frames", m->path);
 	return rc;

@@ -41,6 +41,13 @@ static inline uint64_t meta_type_id(const struct meta_model *m, uint32_t t)
 {
 	return t == META_NONE ? 0 : m->classes[m->types[t].cls].id;
 }
+void meta_put_u64(FILE *out, uint64_t v);
+void meta_put_i64(FILE *out, int64_t v, int plus); /* PLUS: "+5" for positive */
+void meta_put_hex(FILE *out, uint64_t v, int width); /* zero-padded to WIDTH, no 0x */
+static inline void meta_puts(FILE *out, const char *s)
+{
+	fputs_unlocked(s, out);
+}
 int meta_need_dwarf(const struct meta_model *m, const char *tool, struct meta_err *err);
 
 #endif
