@@ -55,47 +55,57 @@ static int parse_tools(const char *spec, const struct meta_tool **sel, size_t *n
 	return *nsel ? 0 : -1;
 }
 
-/* Runs TOOL into PATH (temp file + rename), or into stdout when PATH is NULL. */
-static int run_tool(const struct meta_tool *tool, struct meta_model *m, enum meta_format fmt,
-		    const char *path)
-{
-	struct meta_err err = { { 0 } };
+/* An output: stdout, or PATH written through a temporary file. */
+struct output {
+	const char *path; /* NULL: stdout */
 	char tmp[4200];
-	FILE *out = stdout;
-	if (path) {
-		if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp) {
-			fprintf(stderr, "kiln meta: %s: path too long\n", path);
-			return -1;
-		}
-		out = fopen(tmp, "w");
-		if (!out) {
-			fprintf(stderr, "kiln meta: %s: cannot create: %s\n", tmp, strerror(errno));
-			return -1;
-		}
-		setvbuf(out, NULL, _IOFBF, 1 << 20);
+	FILE *f;
+};
+
+static int open_output(struct output *o, const char *path)
+{
+	o->path = path;
+	o->f = stdout;
+	if (!path)
+		return 0;
+	if ((size_t)snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof o->tmp) {
+		fprintf(stderr, "kiln meta: %s: path too long\n", path);
+		return -1;
 	}
-	int rc = tool->run(m, out, fmt, &err);
+	o->f = fopen(o->tmp, "w");
+	if (!o->f) {
+		fprintf(stderr, "kiln meta: %s: cannot create: %s\n", o->tmp, strerror(errno));
+		return -1;
+	}
+	setvbuf(o->f, NULL, _IOFBF, 1 << 20);
+	return 0;
+}
+
+/* Flushes/renames the output of JOB; on failure removes the temp file. */
+static int finish_output(struct output *o, struct meta_job *job)
+{
+	int rc = job->rc;
 	if (rc)
-		fprintf(stderr, "kiln meta %s: %s\n", tool->name, err.msg);
-	if (fflush(out) != 0 || ferror(out)) {
+		fprintf(stderr, "kiln meta %s: %s\n", job->tool->name, job->err.msg);
+	if (fflush(o->f) != 0 || ferror(o->f)) {
 		if (!rc)
-			fprintf(stderr, "kiln meta %s: writing %s: %s\n", tool->name, path ? tmp : "stdout",
-				strerror(errno));
+			fprintf(stderr, "kiln meta %s: writing %s: %s\n", job->tool->name,
+				o->path ? o->tmp : "stdout", strerror(errno));
 		rc = -1;
 	}
-	if (path) {
-		if (fclose(out) != 0 && !rc) {
-			fprintf(stderr, "kiln meta %s: writing %s: %s\n", tool->name, tmp, strerror(errno));
-			rc = -1;
-		}
-		if (!rc && rename(tmp, path) != 0) {
-			fprintf(stderr, "kiln meta %s: cannot rename %s to %s: %s\n", tool->name, tmp, path,
-				strerror(errno));
-			rc = -1;
-		}
-		if (rc)
-			unlink(tmp);
+	if (!o->path)
+		return rc;
+	if (fclose(o->f) != 0 && !rc) {
+		fprintf(stderr, "kiln meta %s: writing %s: %s\n", job->tool->name, o->tmp, strerror(errno));
+		rc = -1;
 	}
+	if (!rc && rename(o->tmp, o->path) != 0) {
+		fprintf(stderr, "kiln meta %s: cannot rename %s to %s: %s\n", job->tool->name, o->tmp,
+			o->path, strerror(errno));
+		rc = -1;
+	}
+	if (rc)
+		unlink(o->tmp);
 	return rc;
 }
 
@@ -189,21 +199,44 @@ int cmd_meta(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOFBF, 1 << 20);
 	int rc = 0;
-	for (size_t i = 0; i < nsel; i++) {
-		char path[4096];
+	struct meta_job jobs[16];
+	struct output outs[16];
+	char paths[16][4096];
+	size_t njobs = 0;
+	for (size_t i = 0; i < nsel && !rc; i++) {
 		const char *dest = outfile;
 		if (outdir) {
-			if ((size_t)snprintf(path, sizeof path, "%s/%s.%s", outdir, sel[i]->name,
-					     meta_format_ext(fmt)) >= sizeof path) {
+			if ((size_t)snprintf(paths[i], sizeof paths[i], "%s/%s.%s", outdir, sel[i]->name,
+					     meta_format_ext(fmt)) >= sizeof paths[i]) {
 				fprintf(stderr, "kiln meta: %s: path too long\n", outdir);
 				rc = 1;
 				break;
 			}
-			dest = path;
+			dest = paths[i];
 		}
-		if (run_tool(sel[i], m, fmt, dest))
+		if (open_output(&outs[i], dest)) {
 			rc = 1;
+			break;
+		}
+		jobs[i] = (struct meta_job){ .tool = sel[i], .out = outs[i].f, .fmt = fmt };
+		njobs++;
 	}
+	if (!rc) {
+		/* Separate files: the tools run concurrently over the one model.
+		 * One stream (stdout or -o): one after the other, in order. */
+		if (outdir) {
+			meta_run_jobs(m, jobs, njobs, 1);
+		} else {
+			for (size_t i = 0; i < njobs; i++)
+				meta_run_jobs(m, &jobs[i], 1, 0);
+		}
+	} else {
+		for (size_t i = 0; i < njobs; i++)
+			jobs[i].rc = -1, snprintf(jobs[i].err.msg, sizeof jobs[i].err.msg, "not run");
+	}
+	for (size_t i = 0; i < njobs; i++)
+		if (finish_output(&outs[i], &jobs[i]))
+			rc = 1;
 	if (m->nwarnings)
 		fprintf(stderr, "kiln meta: warning: %s%s (%zu warnings; entries skipped or approximated)\n",
 			m->first_warning, m->nwarnings > 1 ? ", and more" : "", m->nwarnings);

@@ -125,6 +125,7 @@ struct meta_model {
 	int addr_size;        /* 8 or 4; 0 for big-endian (raw decoding off) */
 	uint16_t machine;
 	pthread_mutex_t lock; /* serializes libdw calls made by tools */
+	pthread_mutex_t warn_lock;
 
 	struct meta_type *types;     size_t ntypes;
 	struct meta_member *members; size_t nmembers;

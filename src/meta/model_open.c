@@ -130,6 +130,7 @@ int meta_model_open(const char *path, struct meta_model **out, struct meta_err *
 	}
 	m->debug_fd = -1;
 	pthread_mutex_init(&m->lock, NULL);
+	pthread_mutex_init(&m->warn_lock, NULL);
 	if (open_elf(path, &m->fd, &m->elf, err) || meta_read_elf(m, err) || open_dwarf(m, err))
 		goto fail;
 	if (m->dwarf) {
@@ -171,6 +172,7 @@ void meta_model_free(struct meta_model *m)
 	if (m->fd >= 0)
 		close(m->fd);
 	pthread_mutex_destroy(&m->lock);
+	pthread_mutex_destroy(&m->warn_lock);
 	free(m->types);
 	free(m->members);
 	free(m->classes);

@@ -102,12 +102,14 @@ void meta_set_err(struct meta_err *err, const char *fmt, ...)
 
 void meta_warn(struct meta_model *m, const char *fmt, ...)
 {
+	pthread_mutex_lock(&m->warn_lock); /* tools may run concurrently */
 	if (m->nwarnings++ == 0) {
 		va_list ap;
 		va_start(ap, fmt);
 		vsnprintf(m->first_warning, sizeof m->first_warning, fmt, ap);
 		va_end(ap);
 	}
+	pthread_mutex_unlock(&m->warn_lock);
 }
 
 const char *meta_kind_name(enum meta_kind k)

@@ -20,6 +20,20 @@ struct meta_tool {
 	const char *summary;
 };
 
+/* One tool run over a model: the tool, its output stream and its result. */
+struct meta_job {
+	const struct meta_tool *tool;
+	FILE *out;
+	enum meta_format fmt;
+	int rc;
+	struct meta_err err;
+};
+
+/* Runs N jobs over M, each on its own thread when PARALLEL (the model is
+ * read-only; the one tool that calls into libdw takes the model's lock), else
+ * one after the other. Returns 0 when all succeeded. */
+int meta_run_jobs(struct meta_model *m, struct meta_job *jobs, size_t n, int parallel);
+
 extern const struct meta_tool meta_tools[];
 extern const size_t meta_ntools;
 const struct meta_tool *meta_tool_find(const char *name);
