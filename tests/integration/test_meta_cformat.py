@@ -97,3 +97,18 @@ def test_meta_so_matches_json(kiln_bin, tmp_path):
             locs = cl[v.first_loc:v.first_loc + v.nlocs]
             assert [(x.lo, x.hi, kinds[x.kind]) for x in locs] == \
                 [(x["lo"], x["hi"], x["where"]) for x in jv["locations"]]
+
+
+def test_makefile_meta_pipeline(kiln_bin, tmp_path):
+    """examples/Makefile.meta: one rule per tool, then cc -shared."""
+    root = FIXTURES.parents[2]
+    exe = cc(tmp_path / "prog", [FIXTURES / "statics.c"], ["-g", "-O0"])
+    r = run(["make", "-s", "-f", root / "examples" / "Makefile.meta", f"KILN={kiln_bin}",
+             "prog-meta.so"], cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lib = C.CDLL(str(tmp_path / "prog-meta.so"))
+    names = {s(t.name) for t in table(lib, "kiln_meta_types", Type,
+                                       U32.in_dll(lib, "kiln_meta_ntypes").value)}
+    assert "int" in names and "double" in names
+    frames = table(lib, "kiln_meta_frames", Frame, U32.in_dll(lib, "kiln_meta_nframes").value)
+    assert {"fx_add", "fx_fill", "main"} <= {s(f.name) for f in frames}
