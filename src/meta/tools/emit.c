@@ -1,4 +1,5 @@
 /* Output helpers: string quoting for JSON and C, readable type labels. */
+#include "meta/tools/obuf.h"
 #include "meta/tools/tool.h"
 
 static void put_escaped(FILE *out, const char *s, int json)
@@ -115,4 +116,72 @@ void meta_put_hex(FILE *out, uint64_t v, int width)
 	while (buf + sizeof buf - p < width && p > buf)
 		*--p = '0';
 	fwrite_unlocked(p, 1, (size_t)(buf + sizeof buf - p), out);
+}
+
+void meta_obuf_json_str(struct meta_obuf *o, const char *s)
+{
+	if (!s) {
+		meta_obuf_mem(o, "null", 4);
+		return;
+	}
+	meta_obuf_chr(o, '"');
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\') {
+			meta_obuf_chr(o, '\\');
+			meta_obuf_chr(o, (char)*p);
+		} else if (*p < 0x20 || *p == 0x7f) {
+			meta_obuf_mem(o, "\\u00", 4);
+			meta_obuf_hex(o, *p, 2);
+		} else {
+			meta_obuf_chr(o, (char)*p);
+		}
+	}
+	meta_obuf_chr(o, '"');
+}
+
+static void obuf_label(struct meta_obuf *o, const struct meta_model *m, uint32_t t, int depth)
+{
+	for (; depth < 8; depth++) {
+		if (t == META_NONE) {
+			meta_obuf_mem(o, "void", 4);
+			return;
+		}
+		const struct meta_type *ty = &m->types[t];
+		switch (ty->kind) {
+		case META_STRUCT: case META_UNION: case META_CLASS: case META_ENUM:
+			meta_obuf_str(o, meta_kind_name(ty->kind));
+			meta_obuf_chr(o, ' ');
+			meta_obuf_str(o, ty->name ? ty->name : "<anon>");
+			return;
+		case META_POINTER:
+			obuf_label(o, m, ty->ref, depth + 1);
+			meta_obuf_mem(o, " *", 2);
+			return;
+		case META_CONST: case META_VOLATILE: case META_RESTRICT: case META_ATOMIC:
+			meta_obuf_str(o, meta_kind_name(ty->kind));
+			meta_obuf_chr(o, ' ');
+			t = ty->ref;
+			continue;
+		case META_ARRAY:
+			obuf_label(o, m, ty->ref, depth + 1);
+			for (uint32_t k = 0; k < ty->nmembers; k++) {
+				meta_obuf_chr(o, '[');
+				meta_obuf_u64(o, m->members[ty->first + k].value);
+				meta_obuf_chr(o, ']');
+			}
+			return;
+		case META_FUNCTION:
+			meta_obuf_str(o, "function");
+			return;
+		default:
+			meta_obuf_str(o, ty->name ? ty->name : meta_kind_name(ty->kind));
+			return;
+		}
+	}
+	meta_obuf_mem(o, "...", 3);
+}
+
+void meta_obuf_type_label(struct meta_obuf *o, const struct meta_model *m, uint32_t t)
+{
+	obuf_label(o, m, t, 0);
 }

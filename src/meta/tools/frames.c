@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "meta/expr.h"
+#include "meta/tools/obuf.h"
 #include "meta/tools/tool.h"
 
 enum loc_kind { LOC_CFA, LOC_REG, LOC_STATIC, LOC_BREG, LOC_COMPUTED, LOC_COMPLEX, LOC_NONE };
@@ -316,78 +317,89 @@ static int var_locations(struct frame_state *s, const struct meta_function *f, c
 	return 0;
 }
 
-static void print_loc_text(FILE *out, const struct loc *l)
+static void print_loc_text(struct meta_obuf *o, const struct loc *l)
 {
-	putc_unlocked(' ', out);
+	meta_obuf_chr(o, ' ');
 	switch (l->kind) {
 	case LOC_CFA:
-		meta_puts(out, "cfa");
-		meta_put_i64(out, l->offset, 1);
+		meta_obuf_mem(o, "cfa", 3);
+		meta_obuf_i64(o, l->offset, 1);
 		break;
 	case LOC_REG:
-		meta_puts(out, "reg");
-		meta_put_u64(out, (uint64_t)l->reg);
+		meta_obuf_mem(o, "reg", 3);
+		meta_obuf_u64(o, (uint64_t)l->reg);
 		break;
 	case LOC_BREG:
-		meta_puts(out, "breg");
-		meta_put_u64(out, (uint64_t)l->reg);
-		meta_put_i64(out, l->offset, 1);
+		meta_obuf_mem(o, "breg", 4);
+		meta_obuf_u64(o, (uint64_t)l->reg);
+		meta_obuf_i64(o, l->offset, 1);
 		break;
 	case LOC_STATIC:
-		meta_puts(out, "static@0x");
-		meta_put_hex(out, (uint64_t)l->offset, 1);
+		meta_obuf_mem(o, "static@0x", 9);
+		meta_obuf_hex(o, (uint64_t)l->offset, 1);
 		break;
 	default:
-		meta_puts(out, loc_names[l->kind]);
+		meta_obuf_str(o, loc_names[l->kind]);
 	}
-	meta_puts(out, "[0x");
-	meta_put_hex(out, l->lo, 1);
-	meta_puts(out, ",0x");
-	meta_put_hex(out, l->hi, 1);
-	putc_unlocked(')', out);
+	meta_obuf_mem(o, "[0x", 3);
+	meta_obuf_hex(o, l->lo, 1);
+	meta_obuf_mem(o, ",0x", 3);
+	meta_obuf_hex(o, l->hi, 1);
+	meta_obuf_chr(o, ')');
 }
 
-static void print_loc_json(FILE *out, const struct loc *l, int first)
+static void print_loc_json(struct meta_obuf *o, const struct loc *l, int first)
 {
-	meta_puts(out, first ? "{\"lo\":" : ",{\"lo\":");
-	meta_put_u64(out, l->lo);
-	meta_puts(out, ",\"hi\":");
-	meta_put_u64(out, l->hi);
-	meta_puts(out, ",\"where\":\"");
-	meta_puts(out, loc_names[l->kind]);
-	putc_unlocked('"', out);
+	meta_obuf_str(o, first ? "{\"lo\":" : ",{\"lo\":");
+	meta_obuf_u64(o, l->lo);
+	meta_obuf_str(o, ",\"hi\":");
+	meta_obuf_u64(o, l->hi);
+	meta_obuf_str(o, ",\"where\":\"");
+	meta_obuf_str(o, loc_names[l->kind]);
+	meta_obuf_chr(o, '"');
 	if (l->kind == LOC_REG || l->kind == LOC_BREG) {
-		meta_puts(out, ",\"reg\":");
-		meta_put_u64(out, (uint64_t)l->reg);
+		meta_obuf_str(o, ",\"reg\":");
+		meta_obuf_u64(o, (uint64_t)l->reg);
 	}
 	if (l->kind == LOC_CFA || l->kind == LOC_BREG) {
-		meta_puts(out, ",\"offset\":");
-		meta_put_i64(out, l->offset, 0);
+		meta_obuf_str(o, ",\"offset\":");
+		meta_obuf_i64(o, l->offset, 0);
 	}
 	if (l->kind == LOC_STATIC) {
-		meta_puts(out, ",\"addr\":");
-		meta_put_u64(out, (uint64_t)l->offset);
+		meta_obuf_str(o, ",\"addr\":");
+		meta_obuf_u64(o, (uint64_t)l->offset);
 	}
-	putc_unlocked('}', out);
+	meta_obuf_chr(o, '}');
 }
 
 struct c_counts { size_t locs, vars; };
 
-static int emit_function(struct frame_state *s, FILE *out, enum meta_format fmt, size_t fi,
-			 int *first_out, struct c_counts *cc, int pass)
+/* One function in FMT: text and JSON through the buffer O, C straight to OUT
+ * (three passes, one per table). */
+static int emit_function(struct frame_state *s, struct meta_obuf *o, FILE *out, enum meta_format fmt,
+			 size_t fi, int *first_out, struct c_counts *cc, int pass)
 {
 	struct meta_model *m = s->m;
 	const struct meta_function *f = &m->functions[fi];
 	s->rows_done = 0;
 	s->nrows = 0;
 	if (fmt == META_FMT_TEXT) {
-		fprintf(out, "function %s 0x%" PRIx64 "-0x%" PRIx64 "\n", f->name ? f->name : "<anon>",
-			f->low, f->high);
+		meta_obuf_str(o, "function ");
+		meta_obuf_str(o, f->name ? f->name : "<anon>");
+		meta_obuf_str(o, " 0x");
+		meta_obuf_hex(o, f->low, 1);
+		meta_obuf_str(o, "-0x");
+		meta_obuf_hex(o, f->high, 1);
+		meta_obuf_chr(o, '\n');
 	} else if (fmt == META_FMT_JSON) {
-		fputs(*first_out ? "{\"name\":" : ",\n{\"name\":", out);
+		meta_obuf_str(o, *first_out ? "{\"name\":" : ",\n{\"name\":");
 		*first_out = 0;
-		meta_put_json_str(out, f->name);
-		fprintf(out, ",\"low\":%" PRIu64 ",\"high\":%" PRIu64 ",\"vars\":[", f->low, f->high);
+		meta_obuf_json_str(o, f->name);
+		meta_obuf_str(o, ",\"low\":");
+		meta_obuf_u64(o, f->low);
+		meta_obuf_str(o, ",\"high\":");
+		meta_obuf_u64(o, f->high);
+		meta_obuf_str(o, ",\"vars\":[");
 	} else if (pass == 2) {
 		fputs("\t{ ", out);
 		meta_put_c_str(out, f->name);
@@ -401,28 +413,32 @@ static int emit_function(struct frame_state *s, FILE *out, enum meta_format fmt,
 		if (var_locations(s, f, v))
 			return -1;
 		if (fmt == META_FMT_TEXT) {
-			meta_puts(out, v->kind == META_VAR_FORMAL ? "  formal " : "  local ");
-			meta_puts(out, v->name ? v->name : "<anon>");
-			meta_puts(out, " type=");
-			meta_put_hex(out, meta_type_id(m, v->type), 16);
-			meta_puts(out, " (");
-			meta_put_type_label(out, m, v->type);
-			putc(')', out);
+			meta_obuf_str(o, v->kind == META_VAR_FORMAL ? "  formal " : "  local ");
+			meta_obuf_str(o, v->name ? v->name : "<anon>");
+			meta_obuf_str(o, " type=");
+			meta_obuf_hex(o, meta_type_id(m, v->type), 16);
+			meta_obuf_str(o, " (");
+			meta_obuf_type_label(o, m, v->type);
+			meta_obuf_chr(o, ')');
 			for (size_t i = 0; i < s->nlocs; i++)
-				print_loc_text(out, &s->locs[i]);
-			putc('\n', out);
+				print_loc_text(o, &s->locs[i]);
+			meta_obuf_chr(o, '\n');
 		} else if (fmt == META_FMT_JSON) {
-			fputs(k ? ",{\"name\":" : "{\"name\":", out);
-			meta_put_json_str(out, v->name);
-			fprintf(out, ",\"kind\":\"%s\",\"type\":", v->kind == META_VAR_FORMAL ? "formal" : "local");
-			if (v->type == META_NONE)
-				fputs("null", out);
-			else
-				fprintf(out, "\"%016" PRIx64 "\"", meta_type_id(m, v->type));
-			fputs(",\"locations\":[", out);
+			meta_obuf_str(o, k ? ",{\"name\":" : "{\"name\":");
+			meta_obuf_json_str(o, v->name);
+			meta_obuf_str(o, v->kind == META_VAR_FORMAL ? ",\"kind\":\"formal\",\"type\":"
+							    : ",\"kind\":\"local\",\"type\":");
+			if (v->type == META_NONE) {
+				meta_obuf_str(o, "null");
+			} else {
+				meta_obuf_chr(o, '"');
+				meta_obuf_hex(o, meta_type_id(m, v->type), 16);
+				meta_obuf_chr(o, '"');
+			}
+			meta_obuf_str(o, ",\"locations\":[");
 			for (size_t i = 0; i < s->nlocs; i++)
-				print_loc_json(out, &s->locs[i], i == 0);
-			fputs("]}", out);
+				print_loc_json(o, &s->locs[i], i == 0);
+			meta_obuf_str(o, "]}");
 		} else if (pass == 0) {
 			for (size_t i = 0; i < s->nlocs; i++) {
 				const struct loc *l = &s->locs[i];
@@ -438,7 +454,7 @@ static int emit_function(struct frame_state *s, FILE *out, enum meta_format fmt,
 		}
 	}
 	if (fmt == META_FMT_JSON)
-		fputs("]}", out);
+		meta_obuf_str(o, "]}");
 	return 0;
 }
 
@@ -448,6 +464,13 @@ int meta_tool_frames(struct meta_model *m, FILE *out, enum meta_format fmt, stru
 		return -1;
 	struct frame_state s = { .m = m };
 	int rc = 0, first = 1;
+	struct meta_obuf *o = malloc(sizeof *o);
+	if (!o) {
+		meta_set_err(err, "%s: out of memory while computing frames", m->path);
+		return -1;
+	}
+	o->out = out;
+	o->len = 0;
 	struct c_counts cc = { 0 };
 	pthread_mutex_lock(&m->lock);
 	if (fmt == META_FMT_TEXT) {
@@ -483,7 +506,8 @@ int meta_tool_frames(struct meta_model *m, FILE *out, enum meta_format fmt, stru
 		if (fmt == META_FMT_C)
 			fputs(heads[pass], out);
 		for (size_t i = 0; i < m->nfunctions && !rc; i++)
-			rc = emit_function(&s, out, fmt, i, &first, &cc, pass);
+			rc = emit_function(&s, o, out, fmt, i, &first, &cc, pass);
+		meta_obuf_flush(o);
 		if (fmt == META_FMT_C)
 			fputs(tails[pass], out);
 	}
@@ -495,6 +519,7 @@ int meta_tool_frames(struct meta_model *m, FILE *out, enum meta_format fmt, stru
 	free(s.rows);
 	free(s.locs);
 	free(s.entries);
+	free(o);
 	if (rc)
 		meta_set_err(err, "%s: out of memory while computing frames", m->path);
 	return rc;

@@ -62,6 +62,9 @@ static inline void meta_puts(FILE *out, const char *s)
 {
 	fputs_unlocked(s, out);
 }
+struct meta_obuf;
+void meta_obuf_json_str(struct meta_obuf *o, const char *s);
+void meta_obuf_type_label(struct meta_obuf *o, const struct meta_model *m, uint32_t t);
 int meta_need_dwarf(const struct meta_model *m, const char *tool, struct meta_err *err);
 
 #endif
