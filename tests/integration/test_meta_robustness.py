@@ -11,10 +11,10 @@ from meta_util import FIXTURES, cc
 SANITIZER_MARKS = ("AddressSanitizer", "runtime error:", "LeakSanitizer", "ThreadSanitizer")
 
 
-@pytest.fixture(scope="module")
-def sample(tmp_path_factory):
+@pytest.fixture(scope="module", params=[4, 5], ids=["dwarf4", "dwarf5"])
+def sample(request, tmp_path_factory):
     d = tmp_path_factory.mktemp("robust")
-    return cc(d / "sample", [FIXTURES / "frames.c"], ["-g", "-O2"]).read_bytes()
+    return cc(d / "sample", [FIXTURES / "frames.c"], ["-O2", f"-gdwarf-{request.param}"]).read_bytes()
 
 
 def sections(data):
@@ -50,8 +50,9 @@ def corpus(data, seed=1234):
         yield f"flip{i}", bytes(b)
     # bit flips inside the DWARF and CFI that libdw parses
     secs = sections(data)
-    targets = [secs[n] for n in (".debug_info", ".debug_abbrev", ".debug_loclists",
-                                 ".debug_rnglists", ".debug_str", ".eh_frame", ".debug_line")
+    targets = [secs[n] for n in (".debug_info", ".debug_abbrev", ".debug_loclists", ".debug_loc",
+                                 ".debug_rnglists", ".debug_ranges", ".debug_str", ".eh_frame",
+                                 ".debug_line")
                if n in secs and secs[n][1]]
     assert len(targets) >= 5
     for i in range(200):
