@@ -299,13 +299,22 @@ static int member_of(struct meta_builder *b, Dwarf_Die *c, int ptag, struct pend
 	struct meta_member mm = { 0 };
 	switch (ptag) {
 	case DW_TAG_structure_type: case DW_TAG_union_type: case DW_TAG_class_type:
+		if (tag == DW_TAG_inheritance) {
+			read_attrs(c, &t);
+			mm.is_base = 1;
+			mm.value = (t.has_member_loc ? t.member_loc : 0) * 8;
+			if (t.bad)
+				meta_warn(b->m, "%s: DIE 0x%llx: base class at a computed (virtual) offset; 0 assumed",
+					  b->m->path, (unsigned long long)dwarf_dieoffset(c));
+			return pend(p, mm, t.has_type ? ref_offset(&t.type) : 0) ? -1 : 0;
+		}
 		if (tag != DW_TAG_member)
 			return 1;
 		read_attrs(c, &t);
 		if (t.has_spec || t.declaration)
 			return 0; /* C++ static data member: not part of the layout */
 		mm.name = t.name;
-		mm.bit_size = t.has_bit_size ? (uint32_t)t.bit_size : 0;
+		mm.bit_size = t.has_bit_size ? (uint32_t)t.bit_size & 0xffffff : 0;
 		if (t.has_data_bit_offset) {
 			mm.value = t.data_bit_offset;
 		} else {

@@ -36,7 +36,8 @@ enum {
 struct meta_member {
 	const char *name;     /* NULL when anonymous */
 	uint32_t type;        /* member/param type, META_NONE otherwise */
-	uint32_t bit_size;    /* bitfield width, 0 when not a bitfield */
+	uint32_t bit_size : 24; /* bitfield width, 0 when not a bitfield */
+	uint32_t is_base : 1; /* a C++ base class subobject (DW_TAG_inheritance) */
 	uint64_t value;       /* struct: offset in bits from the start;
 	                         enum: value (signedness per enum); array: count */
 };

@@ -14,7 +14,8 @@ class Type(C.Structure):
 
 
 class Member(C.Structure):
-    _fields_ = [("name", STR), ("type", U64), ("bit_offset", U64), ("bit_size", U32), ("value", I64)]
+    _fields_ = [("name", STR), ("type", U64), ("bit_offset", U64), ("bit_size", U32), ("is_base", U32),
+                ("value", I64)]
 
 
 class Extra(C.Structure):
@@ -67,9 +68,9 @@ def test_meta_so_matches_json(kiln_bin, tmp_path):
         assert (f"{c.ref:016x}" if c.ref else None) == j.get("type")
         mems = cm[c.first_member:c.first_member + c.nmembers]
         if j["kind"] in ("struct", "union"):
-            assert [(s(m.name), m.bit_offset, m.bit_size) for m in mems] == \
-                [(m["name"], m.get("bit_offset", m["offset"] * 8), m.get("bit_size", 0))
-                 for m in j["members"]]
+            assert [(s(m.name), m.bit_offset, m.bit_size, bool(m.is_base)) for m in mems] == \
+                [(m["name"], m.get("bit_offset", m["offset"] * 8), m.get("bit_size", 0),
+                  m.get("base", False)) for m in j["members"]]
         elif j["kind"] == "enum":
             assert [(s(m.name), m.value) for m in mems] == \
                 [(e["name"], e["value"]) for e in j["enumerators"]]

@@ -140,3 +140,22 @@ def test_self_referential_and_mutually_recursive_types(kiln_bin, tmp_path):
     assert nxt["kind"] == "pointer" and nxt["type"] == node["id"]
     back = types.by_id[other["members"][0]["type"]]
     assert back["type"] == node["id"]
+
+
+def test_cxx_base_classes_match_the_compiler(kiln_bin, tmp_path):
+    exe = tmp_path / "classes"
+    r = run(["g++", "-g", "-O0", "-Wno-invalid-offsetof", "-o", exe, FIXTURES / "classes.cc"])
+    assert r.returncode == 0, r.stderr
+    facts = [line.split() for line in run([exe]).stdout.splitlines()]
+    types = Types(meta_json(kiln_bin, "types", exe))
+    for f in facts:
+        (t,) = types.by_name[("struct", f[1])]
+        if f[0] == "size":
+            assert t["size"] == int(f[2]), f
+        elif f[0] == "off":  # members of bases are reached through the bases
+            assert types.path(t, f[2]) == (int(f[3]) * 8, 0), f
+        else:
+            bases = {types.by_id[m["type"]]["name"]: m["offset"] for m in t["members"] if m.get("base")}
+            assert bases[f[2]] == int(f[3]), (f, bases)
+    (derived,) = types.by_name[("struct", "Derived")]
+    assert "counter" not in [m["name"] for m in derived["members"]]

@@ -28,9 +28,12 @@ static void text_type(FILE *out, const struct meta_model *m, const struct meta_c
 		const struct meta_member *mm = &m->members[t->first + k];
 		const char *name = mm->name ? mm->name : "<anon>";
 		if (is_aggregate(t->kind)) {
-			fprintf(out, "  member %s offset=%" PRIu64, name, mm->value / 8);
+			if (mm->is_base)
+				fprintf(out, "  base offset=%" PRIu64, mm->value / 8);
+			else
+				fprintf(out, "  member %s offset=%" PRIu64, name, mm->value / 8);
 			if (mm->bit_size)
-				fprintf(out, " bit_offset=%" PRIu64 " bit_size=%u", mm->value, mm->bit_size);
+				fprintf(out, " bit_offset=%" PRIu64 " bit_size=%u", mm->value, (unsigned)mm->bit_size);
 		} else if (t->kind == META_ENUM) {
 			fprintf(out, "  enumerator %s value=%" PRId64 "\n", name, (int64_t)mm->value);
 			continue;
@@ -84,6 +87,8 @@ static void json_type(FILE *out, const struct meta_model *m, const struct meta_c
 		}
 		fputs("{\"name\":", out);
 		meta_put_json_str(out, mm->name);
+		if (mm->is_base)
+			fputs(",\"base\":true", out);
 		if (t->kind == META_ENUM) {
 			fprintf(out, ",\"value\":%" PRId64 "}", (int64_t)mm->value);
 			continue;
@@ -94,7 +99,7 @@ static void json_type(FILE *out, const struct meta_model *m, const struct meta_c
 			fprintf(out, ",\"type\":\"%016" PRIx64 "\"", meta_type_id(m, mm->type));
 		fprintf(out, ",\"offset\":%" PRIu64, mm->value / 8);
 		if (mm->bit_size)
-			fprintf(out, ",\"bit_offset\":%" PRIu64 ",\"bit_size\":%u", mm->value, mm->bit_size);
+			fprintf(out, ",\"bit_offset\":%" PRIu64 ",\"bit_size\":%u", mm->value, (unsigned)mm->bit_size);
 		putc('}', out);
 	}
 	if (t->nmembers || is_aggregate(t->kind) || t->kind == META_FUNCTION)
@@ -112,6 +117,7 @@ static void c_tables(FILE *out, const struct meta_model *m)
 	      "\tuint32_t first_member, nmembers;\n};\n\n"
 	      "struct kiln_meta_member {\n\tconst char *name;\n\tuint64_t type;\n"
 	      "\tuint64_t bit_offset; /* struct/union members */\n\tuint32_t bit_size;\n"
+	      "\tuint32_t is_base; /* C++ base class subobject */\n"
 	      "\tint64_t value; /* enumerator value, array dimension */\n};\n\n"
 	      "const struct kiln_meta_member kiln_meta_members[] = {\n", out);
 	uint32_t nmem = 0;
@@ -122,13 +128,13 @@ static void c_tables(FILE *out, const struct meta_model *m)
 			int agg = is_aggregate(t->kind);
 			fputs("\t{ ", out);
 			meta_put_c_str(out, mm->name);
-			fprintf(out, ", 0x%" PRIx64 "u, %" PRIu64 "u, %uu, %" PRId64 " },\n",
-				meta_type_id(m, mm->type), agg ? mm->value : 0, mm->bit_size,
-				agg ? 0 : (int64_t)mm->value);
+			fprintf(out, ", 0x%" PRIx64 "u, %" PRIu64 "u, %uu, %uu, %" PRId64 " },\n",
+				meta_type_id(m, mm->type), agg ? mm->value : 0, (unsigned)mm->bit_size,
+				(unsigned)mm->is_base, agg ? 0 : (int64_t)mm->value);
 			nmem++;
 		}
 	}
-	fputs("\t{ 0, 0, 0, 0, 0 }\n};\n\nconst struct kiln_meta_type kiln_meta_types[] = {\n", out);
+	fputs("\t{ 0, 0, 0, 0, 0, 0 }\n};\n\nconst struct kiln_meta_type kiln_meta_types[] = {\n", out);
 	uint32_t first = 0;
 	for (size_t i = 0; i < m->nclasses; i++) {
 		const struct meta_class *c = &m->classes[i];
