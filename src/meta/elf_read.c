@@ -44,7 +44,8 @@ static int read_symtab(struct meta_model *m, Elf_Scn *scn, GElf_Shdr *sh, struct
 			return -1;
 		}
 	}
-	qsort(m->symbols, m->nsymbols, sizeof *m->symbols, cmp_sym);
+	if (m->nsymbols)
+		qsort(m->symbols, m->nsymbols, sizeof *m->symbols, cmp_sym);
 	return 0;
 }
 
