@@ -113,19 +113,22 @@ static int push(struct meta_loc_entry **out, size_t *n, size_t *cap, uint64_t lo
 	return META_PUSH(*out, *n, *cap, x);
 }
 
-long meta_loclist_read(Dwarf_Attribute *attr, const unsigned char *loc, size_t loc_size,
-		       const unsigned char *lists, size_t lists_size, int addr_size,
+int meta_loclist_offset(Dwarf_Attribute *attr, int version, uint64_t *off)
+{
+	unsigned int form = dwarf_whatform(attr);
+	if (form != DW_FORM_sec_offset && !(version < 4 && (form == DW_FORM_data4 || form == DW_FORM_data8)))
+		return -1;
+	Dwarf_Word w;
+	if (dwarf_formudata(attr, &w) != 0)
+		return -1;
+	*off = w;
+	return 0;
+}
+
+long meta_loclist_read(const unsigned char *sec, size_t size, uint64_t off, int addr_size,
 		       uint64_t cu_base, int version, struct meta_loc_entry **out, size_t *cap)
 {
-	if (dwarf_whatform(attr) != DW_FORM_sec_offset && !(version < 4 &&
-	    (dwarf_whatform(attr) == DW_FORM_data4 || dwarf_whatform(attr) == DW_FORM_data8)))
-		return -2;
-	Dwarf_Word off;
-	if (dwarf_formudata(attr, &off) != 0)
-		return -2;
-	const unsigned char *sec = version >= 5 ? lists : loc;
-	size_t size = version >= 5 ? lists_size : loc_size;
-	if (!sec || off >= size)
+	if (!sec || off >= size || (addr_size != 4 && addr_size != 8))
 		return -2;
 	const unsigned char *p = sec + off, *end = sec + size;
 	uint64_t base = cu_base, all_ones = addr_size == 8 ? UINT64_MAX : 0xffffffffu;

@@ -29,13 +29,16 @@ struct meta_loc_entry {
 	size_t len;
 };
 
-/* Reads the location list ATTR refers to (DWARF 4 .debug_loc or DWARF 5
- * .debug_loclists, plain forms only) straight from the section bytes given in
- * LOC/LISTS. Returns the number of entries (stored through *OUT, grown with
- * *CAP), -2 when the list uses forms this reader leaves to libdw (addrx,
- * loclistx, compressed sections), -1 when it is corrupt. */
-long meta_loclist_read(Dwarf_Attribute *attr, const unsigned char *loc, size_t loc_size,
-		       const unsigned char *lists, size_t lists_size, int addr_size,
+/* Section offset of the location list ATTR refers to, for the reader below:
+ * 0 and *OFF set, or -1 when ATTR is not a plain section offset (e.g.
+ * DW_FORM_loclistx, an exprloc). */
+int meta_loclist_offset(Dwarf_Attribute *attr, int version, uint64_t *off);
+
+/* Reads the location list at OFF (DWARF 4 .debug_loc, VERSION < 5, or DWARF 5
+ * .debug_loclists) straight from the section bytes SEC/SIZE. Returns the
+ * number of entries (stored through *OUT, grown with *CAP), -2 when the list
+ * uses forms this reader leaves to libdw (addrx), -1 when it is corrupt. */
+long meta_loclist_read(const unsigned char *sec, size_t size, uint64_t off, int addr_size,
 		       uint64_t cu_base, int version, struct meta_loc_entry **out, size_t *cap);
 
 #endif

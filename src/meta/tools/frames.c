@@ -253,9 +253,12 @@ static int raw_list(struct frame_state *s, const struct meta_function *f, const 
 		s->cu_base = base;
 		s->cu_version = version;
 	}
-	long n = meta_loclist_read(attr, m->raw_loc, m->raw_loc_size, m->raw_loclists,
-				   m->raw_loclists_size, m->addr_size, s->cu_base, s->cu_version,
-				   &s->entries, &s->capentries);
+	uint64_t off;
+	if (meta_loclist_offset(attr, s->cu_version, &off))
+		return 0;
+	int v5 = s->cu_version >= 5;
+	long n = meta_loclist_read(v5 ? m->raw_loclists : m->raw_loc, v5 ? m->raw_loclists_size : m->raw_loc_size,
+				   off, m->addr_size, s->cu_base, s->cu_version, &s->entries, &s->capentries);
 	if (n == -2)
 		return 0;
 	if (n < 0) {
