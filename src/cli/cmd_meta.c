@@ -19,7 +19,9 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: kiln meta TOOL[,TOOL...] BINARY [--format text|json|c] [-o FILE]\n"
 		"       kiln meta all BINARY [--format text|json|c] --out-dir DIR\n\n"
-		"Reads BINARY's ELF and DWARF once, then runs each tool over it.\n"
+		"Reads BINARY's ELF and DWARF once, then runs each tool over it. A separate\n"
+		"debug file is found by build id or .gnu_debuglink under --debug-root DIR\n"
+		"(default /usr/lib/debug) or next to BINARY.\n"
 		"Several tools write to DIR/TOOL.{txt,json,c} with --out-dir, else one\n"
 		"after the other to stdout (or FILE).\n\ntools:\n");
 	for (size_t i = 0; i < meta_ntools; i++)
@@ -115,14 +117,16 @@ int cmd_meta(int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "out-dir", required_argument, NULL, 'd' },
+		{ "debug-root", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	enum meta_format fmt = META_FMT_TEXT;
 	const char *outfile = NULL, *outdir = NULL;
+	struct meta_options mopts = { 0 };
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+f:o:d:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+f:o:d:r:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (meta_format_parse(optarg, &fmt)) {
@@ -135,6 +139,9 @@ int cmd_meta(int argc, char **argv)
 			break;
 		case 'd':
 			outdir = optarg;
+			break;
+		case 'r':
+			mopts.debug_root = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -153,7 +160,7 @@ int cmd_meta(int argc, char **argv)
 			return 2;
 		}
 		pos[npos++] = argv[optind++];
-		while ((c = getopt_long(argc, argv, "+f:o:d:h", opts, NULL)) != -1) {
+		while ((c = getopt_long(argc, argv, "+f:o:d:r:h", opts, NULL)) != -1) {
 			if (c == 'f' && !meta_format_parse(optarg, &fmt))
 				continue;
 			if (c == 'o') {
@@ -162,6 +169,10 @@ int cmd_meta(int argc, char **argv)
 			}
 			if (c == 'd') {
 				outdir = optarg;
+				continue;
+			}
+			if (c == 'r') {
+				mopts.debug_root = optarg;
 				continue;
 			}
 			if (c == 'h') {
@@ -193,7 +204,7 @@ int cmd_meta(int argc, char **argv)
 	}
 	struct meta_err err = { { 0 } };
 	struct meta_model *m;
-	if (meta_model_open(pos[1], &m, &err)) {
+	if (meta_model_open_with(pos[1], &mopts, &m, &err)) {
 		fprintf(stderr, "kiln meta: %s\n", err.msg);
 		return 1;
 	}

@@ -7,15 +7,15 @@
 
 #include "meta/debugfile.h"
 
-#define DEBUG_ROOT "/usr/lib/debug"
-
 static int exists(const char *p)
 {
 	return access(p, R_OK) == 0;
 }
 
-int meta_find_debugfile(Elf *elf, const char *path, char *out, size_t outlen)
+int meta_find_debugfile(Elf *elf, const char *path, const char *root, char *out, size_t outlen)
 {
+	if (!root)
+		root = META_DEBUG_ROOT;
 	const void *id;
 	ssize_t idlen = dwelf_elf_gnu_build_id(elf, &id);
 	if (idlen > 1 && idlen <= 64) {
@@ -23,7 +23,7 @@ int meta_find_debugfile(Elf *elf, const char *path, char *out, size_t outlen)
 		char hex[130];
 		for (ssize_t i = 0; i < idlen; i++)
 			snprintf(hex + 2 * i, 3, "%02x", b[i]);
-		if ((size_t)snprintf(out, outlen, DEBUG_ROOT "/.build-id/%.2s/%s.debug", hex, hex + 2) < outlen &&
+		if ((size_t)snprintf(out, outlen, "%s/.build-id/%.2s/%s.debug", root, hex, hex + 2) < outlen &&
 		    exists(out))
 			return 0;
 	}
@@ -37,10 +37,11 @@ int meta_find_debugfile(Elf *elf, const char *path, char *out, size_t outlen)
 		snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
 	else
 		snprintf(dir, sizeof dir, ".");
-	const char *const fmts[] = { "%s/%s", "%s/.debug/%s", DEBUG_ROOT "/%s/%s" };
-	for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
-		if ((size_t)snprintf(out, outlen, fmts[i], dir, link) < outlen && exists(out) &&
-		    strcmp(out, path) != 0)
+	for (int i = 0; i < 3; i++) {
+		size_t n = i == 0 ? (size_t)snprintf(out, outlen, "%s/%s", dir, link)
+			 : i == 1 ? (size_t)snprintf(out, outlen, "%s/.debug/%s", dir, link)
+				  : (size_t)snprintf(out, outlen, "%s/%s/%s", root, dir, link);
+		if (n < outlen && exists(out) && strcmp(out, path) != 0)
 			return 0;
 	}
 	return -1;

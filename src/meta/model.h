@@ -147,10 +147,20 @@ struct meta_err {
 	char msg[512];
 };
 
-/* Builds the model of PATH. Returns 0, or -1 with err->msg set (and *out
+/* Options of a model build; a zeroed struct means the defaults. */
+struct meta_options {
+	const char *debug_root; /* where separate debug files live; NULL: /usr/lib/debug */
+};
+
+/* Builds the model of PATH with OPTS (NULL: defaults). Returns 0, or -1 with err->msg set (and *out
  * NULL). A missing debug info is not an error here: the model is then empty
  * of types/functions, and tools that need DWARF report it. */
-int meta_model_open(const char *path, struct meta_model **out, struct meta_err *err);
+int meta_model_open_with(const char *path, const struct meta_options *opts, struct meta_model **out,
+			 struct meta_err *err);
+static inline int meta_model_open(const char *path, struct meta_model **out, struct meta_err *err)
+{
+	return meta_model_open_with(path, NULL, out, err);
+}
 void meta_model_free(struct meta_model *m);
 
 /* Class of a type index, or NULL for void (META_NONE). */

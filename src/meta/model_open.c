@@ -89,12 +89,12 @@ static void find_loclists(struct meta_model *m, Elf *elf)
 	}
 }
 
-static int open_dwarf(struct meta_model *m, struct meta_err *err)
+static int open_dwarf(struct meta_model *m, const char *debug_root, struct meta_err *err)
 {
 	Elf *src = m->elf;
 	const char *src_path = m->path;
 	char dpath[4096];
-	if (!has_debug_info(m->elf) && meta_find_debugfile(m->elf, m->path, dpath, sizeof dpath) == 0) {
+	if (!has_debug_info(m->elf) && meta_find_debugfile(m->elf, m->path, debug_root, dpath, sizeof dpath) == 0) {
 		if (open_elf(dpath, &m->debug_fd, &m->debug_elf, err))
 			return -1;
 		if (!(m->debug_path = strdup(dpath))) {
@@ -118,7 +118,8 @@ static int open_dwarf(struct meta_model *m, struct meta_err *err)
 	return 0;
 }
 
-int meta_model_open(const char *path, struct meta_model **out, struct meta_err *err)
+int meta_model_open_with(const char *path, const struct meta_options *opts, struct meta_model **out,
+			 struct meta_err *err)
 {
 	*out = NULL;
 	elf_version(EV_CURRENT);
@@ -131,7 +132,7 @@ int meta_model_open(const char *path, struct meta_model **out, struct meta_err *
 	m->debug_fd = -1;
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_mutex_init(&m->warn_lock, NULL);
-	if (open_elf(path, &m->fd, &m->elf, err) || meta_read_elf(m, err) || open_dwarf(m, err))
+	if (open_elf(path, &m->fd, &m->elf, err) || meta_read_elf(m, err) || open_dwarf(m, opts ? opts->debug_root : NULL, err))
 		goto fail;
 	if (m->dwarf) {
 		struct meta_builder b = { .m = m, .err = err };

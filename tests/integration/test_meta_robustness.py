@@ -141,3 +141,21 @@ def test_separate_debug_file_by_debuglink(kiln_bin, tmp_path):
     r = run([kiln_bin, "meta", "types", exe])
     assert r.returncode == 0, r.stderr
     assert "struct <anon> size=16" in r.stdout
+
+
+def test_separate_debug_file_by_build_id(kiln_bin, tmp_path):
+    exe = cc(tmp_path / "prog", [FIXTURES / "statics.c"], ["-g", "-O0", "-Wl,--build-id=sha1"])
+    note = run(["readelf", "-n", exe]).stdout
+    build_id = next(line.split()[-1] for line in note.splitlines() if "Build ID" in line)
+    root = tmp_path / "debugroot"
+    dest = root / ".build-id" / build_id[:2] / f"{build_id[2:]}.debug"
+    dest.parent.mkdir(parents=True)
+    assert run(["objcopy", "--only-keep-debug", exe, dest]).returncode == 0
+    assert run(["objcopy", "--strip-debug", exe]).returncode == 0
+    r = run([kiln_bin, "meta", "types", exe])
+    assert r.returncode == 1 and "no DWARF" in r.stderr
+    r = run([kiln_bin, "meta", "frames", exe, "--debug-root", root])
+    assert r.returncode == 0, r.stderr
+    assert "function fx_fill" in r.stdout
+    # the CFI comes from the stripped binary's .eh_frame, the DWARF from the debug file
+    assert "cfa-" in r.stdout
