@@ -42,7 +42,7 @@ static inline uint64_t meta_strhash(const char *s)
 struct meta_builder {
 	struct meta_model *m;
 	struct meta_err *err;
-	size_t cap_types, cap_members, cap_functions, cap_vars, cap_ranges, cap_globals;
+	size_t cap_types, cap_members, cap_functions, cap_vars, cap_ranges, cap_globals, cap_cus;
 	/* DIE offsets of references, resolved to type indices after the walk. */
 	uint64_t *type_ref_off;   /* per type; 0 = none */
 	uint64_t *member_ref_off; /* per member; 0 = none */

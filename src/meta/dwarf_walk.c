@@ -663,9 +663,19 @@ int meta_walk_dwarf(struct meta_builder *b)
 	Dwarf_CU *cu = NULL;
 	Dwarf_Die cudie, subdie;
 	uint8_t unit_type;
+	Dwarf_Half version;
 	int rc;
-	while ((rc = dwarf_get_units(m->dwarf, cu, &cu, NULL, &unit_type, &cudie, &subdie)) == 0) {
-		m->ncus++;
+	while ((rc = dwarf_get_units(m->dwarf, cu, &cu, &version, &unit_type, &cudie, &subdie)) == 0) {
+		Dwarf_Attribute pa;
+		int lang = dwarf_srclang(&cudie);
+		struct meta_cu u = {
+			.name = dwarf_diename(&cudie),
+			.producer = dwarf_formstring(dwarf_attr(&cudie, DW_AT_producer, &pa)),
+			.version = version, .language = lang > 0 ? (uint16_t)lang : 0,
+			.first_type = (uint32_t)m->ntypes,
+		};
+		if (META_PUSH(m->cus, m->ncus, b->cap_cus, u))
+			return oom(b);
 		int tag = dwarf_tag(&cudie);
 		if (tag != DW_TAG_compile_unit && tag != DW_TAG_partial_unit && tag != DW_TAG_type_unit) {
 			meta_warn(m, "%s: unit at 0x%llx has tag 0x%x; skipped", m->path,

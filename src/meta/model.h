@@ -63,6 +63,14 @@ struct meta_class {
 
 struct meta_range { uint64_t lo, hi; };
 
+struct meta_cu {
+	const char *name;     /* DW_AT_name: the primary source file */
+	const char *producer; /* compiler and flags */
+	uint16_t version;     /* DWARF version */
+	uint16_t language;    /* DW_LANG_* (0 unknown) */
+	uint32_t first_type;  /* types[first_type, next CU's first_type) came from it */
+};
+
 enum meta_var_kind { META_VAR_LOCAL, META_VAR_FORMAL };
 
 struct meta_var {
@@ -137,7 +145,7 @@ struct meta_model {
 	struct meta_global *globals; size_t nglobals;
 	struct meta_symbol *symbols; size_t nsymbols; /* sorted by address */
 	struct meta_section *sections; size_t nsections;
-	size_t ncus;
+	struct meta_cu *cus;         size_t ncus;
 	size_t nwarnings;
 	char first_warning[256];
 };

@@ -174,6 +174,7 @@ void meta_model_free(struct meta_model *m)
 		close(m->fd);
 	pthread_mutex_destroy(&m->lock);
 	pthread_mutex_destroy(&m->warn_lock);
+	free(m->cus);
 	free(m->types);
 	free(m->members);
 	free(m->classes);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <dwarf.h>
 
 #include "meta/build.h"
 #include "meta/model.h"
@@ -105,6 +106,33 @@ static void own_binary_matches_compiler(void **state)
 	meta_model_free(m);
 }
 
+static void compile_units_are_listed(void **state)
+{
+	(void)state;
+	struct meta_err err = { { 0 } };
+	struct meta_model *m;
+	assert_int_equal(meta_model_open("/proc/self/exe", &m, &err), 0);
+	int found = 0;
+	for (size_t i = 0; i < m->ncus; i++) {
+		const struct meta_cu *cu = &m->cus[i];
+		if (cu->name && strstr(cu->name, "tests/unit/test_meta.c")) {
+			found = 1;
+			assert_true(cu->language == DW_LANG_C11 || cu->language == DW_LANG_C99 ||
+				    cu->language == DW_LANG_C89);
+			assert_true(cu->version >= 4);
+			assert_non_null(strstr(cu->producer, "GNU C"));
+			/* its types start at first_type: unit_probe is among them */
+			uint32_t end = i + 1 < m->ncus ? m->cus[i + 1].first_type : (uint32_t)m->ntypes;
+			int has_probe = 0;
+			for (uint32_t t = cu->first_type; t < end; t++)
+				has_probe |= m->types[t].name && !strcmp(m->types[t].name, "unit_probe");
+			assert_true(has_probe);
+		}
+	}
+	assert_true(found);
+	meta_model_free(m);
+}
+
 static void u64map_put_get(void **state)
 {
 	(void)state;
@@ -140,6 +168,7 @@ int main(void)
 		cmocka_unit_test(open_missing_file_fails_with_message),
 		cmocka_unit_test(open_non_elf_fails_with_message),
 		cmocka_unit_test(own_binary_matches_compiler),
+		cmocka_unit_test(compile_units_are_listed),
 		cmocka_unit_test(u64map_put_get),
 		cmocka_unit_test(tool_writes_to_stream),
 	};
