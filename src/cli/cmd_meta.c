@@ -21,7 +21,8 @@ static void usage(FILE *out)
 		"       kiln meta all BINARY [--format text|json|c] --out-dir DIR\n\n"
 		"Reads BINARY's ELF and DWARF once, then runs each tool over it. A separate\n"
 		"debug file is found by build id or .gnu_debuglink under --debug-root DIR\n"
-		"(default /usr/lib/debug) or next to BINARY.\n"
+		"(default /usr/lib/debug) or next to BINARY. --stats prints counts and\n"
+		"the time of each phase of the parse on stderr.\n"
 		"Several tools write to DIR/TOOL.{txt,json,c} with --out-dir, else one\n"
 		"after the other to stdout (or FILE).\n\ntools:\n");
 	for (size_t i = 0; i < meta_ntools; i++)
@@ -118,15 +119,17 @@ int cmd_meta(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "out-dir", required_argument, NULL, 'd' },
 		{ "debug-root", required_argument, NULL, 'r' },
+		{ "stats", no_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	enum meta_format fmt = META_FMT_TEXT;
 	const char *outfile = NULL, *outdir = NULL;
 	struct meta_options mopts = { 0 };
+	int stats = 0;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+f:o:d:r:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+f:o:d:r:sh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (meta_format_parse(optarg, &fmt)) {
@@ -142,6 +145,9 @@ int cmd_meta(int argc, char **argv)
 			break;
 		case 'r':
 			mopts.debug_root = optarg;
+			break;
+		case 's':
+			stats = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -160,7 +166,7 @@ int cmd_meta(int argc, char **argv)
 			return 2;
 		}
 		pos[npos++] = argv[optind++];
-		while ((c = getopt_long(argc, argv, "+f:o:d:r:h", opts, NULL)) != -1) {
+		while ((c = getopt_long(argc, argv, "+f:o:d:r:sh", opts, NULL)) != -1) {
 			if (c == 'f' && !meta_format_parse(optarg, &fmt))
 				continue;
 			if (c == 'o') {
@@ -173,6 +179,10 @@ int cmd_meta(int argc, char **argv)
 			}
 			if (c == 'r') {
 				mopts.debug_root = optarg;
+				continue;
+			}
+			if (c == 's') {
+				stats = 1;
 				continue;
 			}
 			if (c == 'h') {
@@ -248,6 +258,12 @@ int cmd_meta(int argc, char **argv)
 	for (size_t i = 0; i < njobs; i++)
 		if (finish_output(&outs[i], &jobs[i]))
 			rc = 1;
+	if (stats)
+		fprintf(stderr,
+			"kiln meta: %s: %zu units, %zu type DIEs -> %zu types, %zu functions, %zu variables, "
+			"%zu symbols; open %.3fs, walk %.3fs, resolve %.3fs, dedup %.3fs\n",
+			m->path, m->ncus, m->ntypes, m->nclasses, m->nfunctions, m->nvars, m->nsymbols,
+			m->timing.open_s, m->timing.walk_s, m->timing.resolve_s, m->timing.dedup_s);
 	if (m->nwarnings)
 		fprintf(stderr, "kiln meta: warning: %s%s (%zu warnings; entries skipped or approximated)\n",
 			m->first_warning, m->nwarnings > 1 ? ", and more" : "", m->nwarnings);

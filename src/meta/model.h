@@ -146,6 +146,7 @@ struct meta_model {
 	struct meta_symbol *symbols; size_t nsymbols; /* sorted by address */
 	struct meta_section *sections; size_t nsections;
 	struct meta_cu *cus;         size_t ncus;
+	struct { double open_s, walk_s, resolve_s, dedup_s; } timing; /* phases of the build */
 	size_t nwarnings;
 	char first_warning[256];
 };

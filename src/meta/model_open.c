@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <elfutils/libdwelf.h>
@@ -118,6 +119,13 @@ static int open_dwarf(struct meta_model *m, const char *debug_root, struct meta_
 	return 0;
 }
 
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 int meta_model_open_with(const char *path, const struct meta_options *opts, struct meta_model **out,
 			 struct meta_err *err)
 {
@@ -132,13 +140,20 @@ int meta_model_open_with(const char *path, const struct meta_options *opts, stru
 	m->debug_fd = -1;
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_mutex_init(&m->warn_lock, NULL);
+	double t0 = now();
 	if (open_elf(path, &m->fd, &m->elf, err) || meta_read_elf(m, err) || open_dwarf(m, opts ? opts->debug_root : NULL, err))
 		goto fail;
+	double t1 = now();
+	m->timing.open_s = t1 - t0;
 	if (m->dwarf) {
 		struct meta_builder b = { .m = m, .err = err };
 		int rc = meta_walk_dwarf(&b);
+		double t2 = now();
+		m->timing.walk_s = t2 - t1;
 		if (!rc)
 			rc = meta_resolve_types(&b);
+		double t3 = now();
+		m->timing.resolve_s = t3 - t2;
 		free(b.type_ref_off);
 		free(b.member_ref_off);
 		free(b.var_ref_off);
@@ -148,6 +163,7 @@ int meta_model_open_with(const char *path, const struct meta_options *opts, stru
 		free(b.type_order);
 		if (rc || meta_dedup_types(m, err))
 			goto fail;
+		m->timing.dedup_s = now() - t3;
 	}
 	*out = m;
 	return 0;
