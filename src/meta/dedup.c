@@ -8,6 +8,14 @@
  * a type together with the classes of the types it refers to, until the
  * number of classes stops growing.
  *
+ * References to named structs, unions and classes count by kind and name only
+ * (C's rule: one tag names one type in a program), so the copy of `struct
+ * foo` in a CU where a member's `struct bar` is only declared is the same
+ * type as the copy in a CU where `struct bar` is defined. The layout of every
+ * struct itself (members, offsets, sizes, bitfields) is always compared: two
+ * different `struct foo`s stay two. A declaration then points at the one
+ * definition of its name, when there is exactly one (meta_class.target).
+ *
  * Each class then gets a structural id that depends on the type alone, not on
  * the binary: a hash of the type unfolded to a fixed depth over the classes
  * (deeper only for the rare classes that depth does not tell apart). */
@@ -22,7 +30,11 @@ static uint64_t shallow(const struct meta_model *m, const struct meta_type *t)
 {
 	uint64_t h = meta_mix(t->kind, t->flags & (META_T_DECLARATION | META_T_VARARGS));
 	h = meta_mix(h, meta_strhash(t->name));
-	h = meta_mix(h, (t->flags & META_T_HAS_SIZE) ? t->size + 1 : 0);
+	/* A typedef's or qualifier's size is its target's, which is unknown when
+	 * the target is only declared in this CU: not part of its identity. */
+	int derived = t->kind == META_TYPEDEF || t->kind == META_CONST || t->kind == META_VOLATILE ||
+		      t->kind == META_RESTRICT || t->kind == META_ATOMIC;
+	h = meta_mix(h, (t->flags & META_T_HAS_SIZE) && !derived ? t->size + 1 : 0);
 	h = meta_mix(h, t->encoding);
 	h = meta_mix(h, t->nmembers);
 	for (uint32_t k = 0; k < t->nmembers; k++) {
@@ -34,16 +46,32 @@ static uint64_t shallow(const struct meta_model *m, const struct meta_type *t)
 	return h;
 }
 
+static int is_tagged(const struct meta_type *t)
+{
+	return t->name && (t->kind == META_STRUCT || t->kind == META_UNION || t->kind == META_CLASS);
+}
+
+/* What a reference to T contributes when T is a named aggregate (0 otherwise):
+ * its kind and name, whatever its members. */
+static uint64_t tag_hash(const struct meta_type *t)
+{
+	return is_tagged(t) ? meta_mix(meta_strhash(t->name), 0x7a9ull + t->kind) | 1 : 0;
+}
+
+/* Value of the edge to type C in a round over values V. */
+static inline uint64_t edge(const uint64_t *tags, const uint64_t *v, uint32_t c)
+{
+	return c == META_NONE ? 1 : tags[c] ? tags[c] : v[c];
+}
+
 /* One refinement round over types: out[i] = H(in[i], in[children of i]). */
-static void round_types(const struct meta_model *m, const uint64_t *in, uint64_t *out)
+static void round_types(const struct meta_model *m, const uint64_t *tags, const uint64_t *in, uint64_t *out)
 {
 	for (size_t i = 0; i < m->ntypes; i++) {
 		const struct meta_type *t = &m->types[i];
-		uint64_t h = meta_mix(in[i], t->ref == META_NONE ? 1 : in[t->ref]);
-		for (uint32_t k = 0; k < t->nmembers; k++) {
-			uint32_t c = m->members[t->first + k].type;
-			h = meta_mix(h, c == META_NONE ? 1 : in[c]);
-		}
+		uint64_t h = meta_mix(in[i], edge(tags, in, t->ref));
+		for (uint32_t k = 0; k < t->nmembers; k++)
+			h = meta_mix(h, edge(tags, in, m->members[t->first + k].type));
 		out[i] = h;
 	}
 }
@@ -96,7 +124,8 @@ static int count_occurrences(const uint64_t *v, size_t n, struct meta_u64map *ma
 }
 
 /* Gives every class its stable id (see the comment at the top). */
-static int assign_ids(struct meta_model *m, const uint64_t *class_shallow, struct meta_u64map *map)
+static int assign_ids(struct meta_model *m, const uint64_t *class_shallow, const uint64_t *tags,
+		      struct meta_u64map *map)
 {
 	size_t n = m->nclasses;
 	uint64_t *g = malloc(n * sizeof *g), *g2 = malloc(n * sizeof *g2);
@@ -112,10 +141,11 @@ static int assign_ids(struct meta_model *m, const uint64_t *class_shallow, struc
 	for (int round = 1; left; round++) {
 		for (size_t c = 0; c < n; c++) {
 			const struct meta_type *t = &m->types[m->classes[c].rep];
-			uint64_t h = meta_mix(g[c], t->ref == META_NONE ? 1 : g[m->types[t->ref].cls]);
+			uint64_t h = meta_mix(g[c], t->ref == META_NONE ? 1 : tags[t->ref] ? tags[t->ref]
+										   : g[m->types[t->ref].cls]);
 			for (uint32_t k = 0; k < t->nmembers; k++) {
 				uint32_t mt = m->members[t->first + k].type;
-				h = meta_mix(h, mt == META_NONE ? 1 : g[m->types[mt].cls]);
+				h = meta_mix(h, mt == META_NONE ? 1 : tags[mt] ? tags[mt] : g[m->types[mt].cls]);
 			}
 			g2[c] = h;
 		}
@@ -149,16 +179,44 @@ static int assign_ids(struct meta_model *m, const uint64_t *class_shallow, struc
 	return 0;
 }
 
+/* Points each declaration class at the one definition class of its kind and
+ * name, when there is exactly one. */
+static int link_declarations(struct meta_model *m, const uint64_t *tags, struct meta_u64map *map)
+{
+	const uint32_t several = META_NONE - 1;
+	meta_u64map_free(map);
+	for (size_t c = 0; c < m->nclasses; c++) {
+		uint32_t r = m->classes[c].rep;
+		if (!tags[r] || (m->types[r].flags & META_T_DECLARATION))
+			continue;
+		uint32_t have = meta_u64map_get(map, tags[r]);
+		if (meta_u64map_put(map, tags[r], have == META_NONE ? (uint32_t)c : several))
+			return -1;
+	}
+	for (size_t c = 0; c < m->nclasses; c++) {
+		uint32_t r = m->classes[c].rep;
+		if (!tags[r] || !(m->types[r].flags & META_T_DECLARATION))
+			continue;
+		uint32_t def = meta_u64map_get(map, tags[r]);
+		if (def != META_NONE && def != several)
+			m->classes[c].target = def;
+	}
+	return 0;
+}
+
 int meta_dedup_types(struct meta_model *m, struct meta_err *err)
 {
 	size_t n = m->ntypes;
 	if (!n)
 		return 0;
 	uint64_t *h = malloc(n * sizeof *h), *h2 = malloc(n * sizeof *h2), *sh = NULL;
+	uint64_t *tags = malloc(n * sizeof *tags);
 	struct meta_u64map map = { 0 };
 	int rc = -1;
-	if (!h || !h2)
+	if (!h || !h2 || !tags)
 		goto out;
+	for (size_t i = 0; i < n; i++)
+		tags[i] = tag_hash(&m->types[i]);
 	for (size_t i = 0; i < n; i++)
 		h[i] = shallow(m, &m->types[i]);
 	struct vset set;
@@ -166,7 +224,7 @@ int meta_dedup_types(struct meta_model *m, struct meta_err *err)
 		goto out;
 	size_t distinct, prev = count_distinct(&set, h, n);
 	for (;;) {
-		round_types(m, h, h2);
+		round_types(m, tags, h, h2);
 		uint64_t *tmp = h;
 		h = h2;
 		h2 = tmp;
@@ -189,13 +247,13 @@ int meta_dedup_types(struct meta_model *m, struct meta_err *err)
 			c = (uint32_t)m->nclasses++;
 			if (meta_u64map_put(&map, h[i], c))
 				goto out;
-			m->classes[c] = (struct meta_class){ .rep = (uint32_t)i };
+			m->classes[c] = (struct meta_class){ .rep = (uint32_t)i, .target = c };
 			sh[c] = shallow(m, &m->types[i]);
 		}
 		m->types[i].cls = c;
 		m->classes[c].count++;
 	}
-	if (assign_ids(m, sh, &map))
+	if (assign_ids(m, sh, tags, &map) || link_declarations(m, tags, &map))
 		goto out;
 	rc = 0;
 out:
@@ -205,5 +263,6 @@ out:
 	free(h);
 	free(h2);
 	free(sh);
+	free(tags);
 	return rc;
 }

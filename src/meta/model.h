@@ -59,6 +59,9 @@ struct meta_class {
 	uint64_t id;          /* stable structural id */
 	uint32_t rep;         /* index of a representative meta_type */
 	uint32_t count;       /* how many DIEs it stands for */
+	uint32_t target;      /* class references should name: for a declaration
+	                         (`struct foo;`) the one definition of that name
+	                         when there is exactly one, else itself */
 };
 
 struct meta_range { uint64_t lo, hi; };
@@ -171,6 +174,12 @@ static inline int meta_model_open(const char *path, struct meta_model **out, str
 	return meta_model_open_with(path, NULL, out, err);
 }
 void meta_model_free(struct meta_model *m);
+
+/* Stable id under which references to type T are written (0 for void). */
+static inline uint64_t meta_type_id(const struct meta_model *m, uint32_t t)
+{
+	return t == META_NONE ? 0 : m->classes[m->classes[m->types[t].cls].target].id;
+}
 
 /* Class of a type index, or NULL for void (META_NONE). */
 static inline const struct meta_class *meta_class_of(const struct meta_model *m, uint32_t type)

@@ -50,11 +50,6 @@ void meta_put_json_str(FILE *out, const char *s);   /* "..." or null */
 void meta_put_c_str(FILE *out, const char *s);      /* "..." or 0 */
 /* A short readable name for type T ("struct foo", "int", "char *"). */
 void meta_put_type_label(FILE *out, const struct meta_model *m, uint32_t t);
-/* Class id of type T as 16 hex digits; "void" for META_NONE. */
-static inline uint64_t meta_type_id(const struct meta_model *m, uint32_t t)
-{
-	return t == META_NONE ? 0 : m->classes[m->types[t].cls].id;
-}
 void meta_put_u64(FILE *out, uint64_t v);
 void meta_put_i64(FILE *out, int64_t v, int plus); /* PLUS: "+5" for positive */
 void meta_put_hex(FILE *out, uint64_t v, int width); /* zero-padded to WIDTH, no 0x */
