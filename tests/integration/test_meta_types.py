@@ -159,3 +159,24 @@ def test_cxx_base_classes_match_the_compiler(kiln_bin, tmp_path):
             assert bases[f[2]] == int(f[3]), (f, bases)
     (derived,) = types.by_name[("struct", "Derived")]
     assert "counter" not in [m["name"] for m in derived["members"]]
+
+
+def test_declared_vs_defined_pointee_is_one_type(kiln_bin, tmp_path):
+    """struct foo from a CU where struct bar is only declared and from one
+    where it is defined: one struct foo, whose member points at bar's
+    definition."""
+    (tmp_path / "a.c").write_text("struct bar; typedef struct bar bar_t;\n"
+                                  "struct foo { bar_t *b; int x; };\n"
+                                  "struct foo fa; int main(void) { return 0; }\n")
+    (tmp_path / "b.c").write_text("struct bar { long y; }; typedef struct bar bar_t;\n"
+                                  "struct foo { bar_t *b; int x; };\n"
+                                  "struct foo fb; struct bar bb;\n")
+    exe = cc(tmp_path / "p", [tmp_path / "a.c", tmp_path / "b.c"], ["-g"])
+    types = Types(meta_json(kiln_bin, "types", exe))
+    (foo,) = types.by_name[("struct", "foo")]
+    bars = types.by_name[("struct", "bar")]
+    (bar_def,) = [t for t in bars if not t.get("declaration")]
+    assert bar_def["size"] == 8
+    ptr = types.by_id[foo["members"][0]["type"]]
+    assert ptr["kind"] == "pointer"
+    assert types.strip(ptr["type"])["id"] == bar_def["id"]
