@@ -672,7 +672,8 @@ int meta_walk_dwarf(struct meta_builder *b)
 			.name = dwarf_diename(&cudie),
 			.producer = dwarf_formstring(dwarf_attr(&cudie, DW_AT_producer, &pa)),
 			.version = version, .language = lang > 0 ? (uint16_t)lang : 0,
-			.first_type = (uint32_t)m->ntypes,
+			.first_type = (uint32_t)m->ntypes, .first_var = (uint32_t)m->nvars,
+			.first_global = (uint32_t)m->nglobals,
 		};
 		if (META_PUSH(m->cus, m->ncus, b->cap_cus, u))
 			return oom(b);

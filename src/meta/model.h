@@ -71,7 +71,9 @@ struct meta_cu {
 	const char *producer; /* compiler and flags */
 	uint16_t version;     /* DWARF version */
 	uint16_t language;    /* DW_LANG_* (0 unknown) */
-	uint32_t first_type;  /* types[first_type, next CU's first_type) came from it */
+	uint32_t first_type;  /* types[first_type, next CU's first_type) came from it, */
+	uint32_t first_var;   /* and so did these vars and globals */
+	uint32_t first_global;
 };
 
 enum meta_var_kind { META_VAR_LOCAL, META_VAR_FORMAL };

@@ -33,9 +33,9 @@ static int index_types(struct meta_builder *b)
 	return 0;
 }
 
-static uint32_t lookup(const struct meta_builder *b, uint64_t off)
+/* Binary search for OFF among types [lo, hi) (positions in sorted order). */
+static uint32_t search(const struct meta_builder *b, uint64_t off, size_t lo, size_t hi)
 {
-	size_t lo = 0, hi = b->m->ntypes;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 		uint32_t idx = b->type_order ? b->type_order[mid] : (uint32_t)mid;
@@ -50,11 +50,20 @@ static uint32_t lookup(const struct meta_builder *b, uint64_t off)
 	return META_NONE;
 }
 
-static uint32_t resolve(struct meta_builder *b, uint64_t off, const char *what)
+/* Looks in the referring CU's own types [lo, hi) first (most references stay
+ * inside their unit, and that slice is small and cache-hot), then everywhere. */
+static uint32_t lookup(const struct meta_builder *b, uint64_t off, size_t lo, size_t hi)
+{
+	if (!b->type_order && lo < hi && b->type_die[lo] <= off && off <= b->type_die[hi - 1])
+		return search(b, off, lo, hi);
+	return search(b, off, 0, b->m->ntypes);
+}
+
+static uint32_t resolve(struct meta_builder *b, uint64_t off, const char *what, size_t lo, size_t hi)
 {
 	if (!off)
 		return META_NONE;
-	uint32_t t = lookup(b, off);
+	uint32_t t = lookup(b, off, lo, hi);
 	if (t == META_NONE)
 		meta_warn(b->m, "%s: %s refers to DIE 0x%llx, which is not a type; treated as void",
 			  b->m->path, what, (unsigned long long)(off - 1));
@@ -104,20 +113,25 @@ int meta_resolve_types(struct meta_builder *b)
 		meta_set_err(b->err, "%s: out of memory", m->path);
 		return -1;
 	}
-	for (size_t i = 0; i < m->ntypes; i++)
-		m->types[i].ref = resolve(b, b->type_ref_off[i], "a type");
-	for (size_t i = 0; i < m->ntypes; i++) {
-		struct meta_type *t = &m->types[i];
-		if (t->kind == META_ENUM || t->kind == META_ARRAY)
-			continue;
-		for (uint32_t k = 0; k < t->nmembers; k++)
-			m->members[t->first + k].type =
-				resolve(b, b->member_ref_off[t->first + k], "a member");
+	for (size_t c = 0; c < m->ncus; c++) {
+		const struct meta_cu *cu = &m->cus[c], *next = c + 1 < m->ncus ? cu + 1 : NULL;
+		size_t lo = cu->first_type, hi = next ? next->first_type : m->ntypes;
+		for (size_t i = lo; i < hi; i++) {
+			struct meta_type *t = &m->types[i];
+			t->ref = resolve(b, b->type_ref_off[i], "a type", lo, hi);
+			if (t->kind == META_ENUM || t->kind == META_ARRAY)
+				continue;
+			for (uint32_t k = 0; k < t->nmembers; k++)
+				m->members[t->first + k].type =
+					resolve(b, b->member_ref_off[t->first + k], "a member", lo, hi);
+		}
+		size_t vend = next ? next->first_var : m->nvars;
+		for (size_t i = cu->first_var; i < vend; i++)
+			m->vars[i].type = resolve(b, b->var_ref_off[i], "a variable", lo, hi);
+		size_t gend = next ? next->first_global : m->nglobals;
+		for (size_t i = cu->first_global; i < gend; i++)
+			m->globals[i].type = resolve(b, b->global_ref_off[i], "a variable", lo, hi);
 	}
-	for (size_t i = 0; i < m->nvars; i++)
-		m->vars[i].type = resolve(b, b->var_ref_off[i], "a variable");
-	for (size_t i = 0; i < m->nglobals; i++)
-		m->globals[i].type = resolve(b, b->global_ref_off[i], "a variable");
 	for (size_t i = 0; i < m->ntypes; i++) {
 		uint64_t s;
 		size_of(m, (uint32_t)i, 0, &s);
