@@ -19,7 +19,7 @@ class Member(C.Structure):
 
 
 class Extra(C.Structure):
-    _fields_ = [("name", STR), ("addr", U64), ("size", U64), ("is_function", I32)]
+    _fields_ = [("name", STR), ("addr", U64), ("size", U64), ("kind", I32)]
 
 
 class Sys(C.Structure):
@@ -77,7 +77,9 @@ def test_meta_so_matches_json(kiln_bin, tmp_path):
 
     extras = meta_json(kiln_bin, "extrasyms", exe)["extrasyms"]
     ce = table(lib, "kiln_meta_extrasyms", Extra, U32.in_dll(lib, "kiln_meta_nextrasyms").value)
-    assert [(s(e.name), e.addr, e.size) for e in ce] == [(e["name"], e["addr"], e["size"]) for e in extras]
+    kinds = ["object", "function", "function_part"]
+    assert [(s(e.name), e.addr, e.size, kinds[e.kind]) for e in ce] == \
+        [(e["name"], e["addr"], e["size"], e["kind"]) for e in extras]
 
     sysc = meta_json(kiln_bin, "syscalls", exe)["syscalls"]
     cs = table(lib, "kiln_meta_syscalls", Sys, U32.in_dll(lib, "kiln_meta_nsyscalls").value)

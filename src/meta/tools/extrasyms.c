@@ -7,10 +7,13 @@
 
 #include "meta/tools/tool.h"
 
+enum { OBJECT, FUNCTION, FUNCTION_PART };
+static const char *const kind_names[] = { "object", "function", "function_part" };
+
 struct extra {
 	const char *name;
 	uint64_t addr, size;
-	int is_function;
+	int kind;
 };
 
 static int cmp_extra(const void *a, const void *b)
@@ -18,8 +21,8 @@ static int cmp_extra(const void *a, const void *b)
 	const struct extra *x = a, *y = b;
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
-	if (x->is_function != y->is_function)
-		return y->is_function - x->is_function;
+	if (x->kind != y->kind)
+		return y->kind - x->kind;
 	return strcmp(x->name, y->name);
 }
 
@@ -38,19 +41,23 @@ int meta_tool_extrasyms(struct meta_model *m, FILE *out, enum meta_format fmt, s
 		const struct meta_function *f = &m->functions[i];
 		if (!f->name || !f->range_count)
 			continue;
-		/* The entry is the first range (later ones are e.g. .cold parts). */
-		const struct meta_range *r = &m->ranges[f->range_first];
-		if (meta_symbol_has_addr(m, r->lo))
-			continue;
-		struct extra e = { f->name, r->lo, r->hi - r->lo, 1 };
-		if (META_PUSH(v, n, cap, e))
-			goto oom;
+		/* The entry is the first range; later ones are parts split off
+		 * by the compiler (GCC's foo.cold), with local symbols of their own. */
+		for (uint32_t k = 0; k < f->range_count; k++) {
+			const struct meta_range *r = &m->ranges[f->range_first + k];
+			const struct meta_range *entry = &m->ranges[f->range_first];
+			if (meta_symbol_has_addr(m, r->lo) || (k && r->lo >= entry->lo && r->lo < entry->hi))
+				continue;
+			struct extra e = { f->name, r->lo, r->hi - r->lo, k ? FUNCTION_PART : FUNCTION };
+			if (META_PUSH(v, n, cap, e))
+				goto oom;
+		}
 	}
 	for (size_t i = 0; i < m->nglobals; i++) {
 		const struct meta_global *g = &m->globals[i];
 		if (!g->name || meta_symbol_has_addr(m, g->addr))
 			continue;
-		struct extra e = { g->name, g->addr, type_size(m, g->type), 0 };
+		struct extra e = { g->name, g->addr, type_size(m, g->type), OBJECT };
 		if (META_PUSH(v, n, cap, e))
 			goto oom;
 	}
@@ -67,7 +74,7 @@ int meta_tool_extrasyms(struct meta_model *m, FILE *out, enum meta_format fmt, s
 			m->path, n);
 		for (size_t i = 0; i < n; i++)
 			fprintf(out, "0x%016" PRIx64 " %8" PRIu64 " %s %s\n", v[i].addr, v[i].size,
-				v[i].is_function ? "function" : "object", v[i].name);
+				kind_names[v[i].kind], v[i].name);
 		break;
 	case META_FMT_JSON:
 		fputs("{\"tool\":\"extrasyms\",\"binary\":", out);
@@ -77,7 +84,7 @@ int meta_tool_extrasyms(struct meta_model *m, FILE *out, enum meta_format fmt, s
 			fputs("{\"name\":", out);
 			meta_put_json_str(out, v[i].name);
 			fprintf(out, ",\"addr\":%" PRIu64 ",\"size\":%" PRIu64 ",\"kind\":\"%s\"}%s\n", v[i].addr,
-				v[i].size, v[i].is_function ? "function" : "object", i + 1 < n ? "," : "");
+				v[i].size, kind_names[v[i].kind], i + 1 < n ? "," : "");
 		}
 		fputs("]}\n", out);
 		break;
@@ -85,13 +92,12 @@ int meta_tool_extrasyms(struct meta_model *m, FILE *out, enum meta_format fmt, s
 		fputs("/* kiln meta extrasyms: generated; layout in docs/meta-formats.md */\n"
 		      "#include <stdint.h>\n\n"
 		      "struct kiln_meta_extrasym {\n\tconst char *name;\n\tuint64_t addr, size;\n"
-		      "\tint32_t is_function;\n};\n\n"
+		      "\tint32_t kind; /* 0 object, 1 function, 2 function part (e.g. foo.cold) */\n};\n\n"
 		      "const struct kiln_meta_extrasym kiln_meta_extrasyms[] = {\n", out);
 		for (size_t i = 0; i < n; i++) {
 			fputs("\t{ ", out);
 			meta_put_c_str(out, v[i].name);
-			fprintf(out, ", 0x%" PRIx64 "u, %" PRIu64 "u, %d },\n", v[i].addr, v[i].size,
-				v[i].is_function);
+			fprintf(out, ", 0x%" PRIx64 "u, %" PRIu64 "u, %d },\n", v[i].addr, v[i].size, v[i].kind);
 		}
 		fprintf(out, "\t{ 0, 0, 0, 0 }\n};\n\nconst uint32_t kiln_meta_nextrasyms = %zuu;\n", n);
 		break;

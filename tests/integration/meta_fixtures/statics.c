@@ -2,6 +2,7 @@
  * function scope) that `objcopy --discard-all` removes from the symbol table
  * while DWARF keeps describing them. */
 #include <stdio.h>
+#include <stdlib.h>
 
 static int fx_counter = 3;
 static char fx_buffer[100];
@@ -22,12 +23,25 @@ static void __attribute__((noinline)) fx_fill(char c)
 	fx_buffer[10] = (char)fx_calls;
 }
 
+/* At -O2 GCC moves the unlikely branch into a separate part, fx_split.cold,
+ * a local symbol of its own that DWARF describes as a second PC range. */
+static int __attribute__((noinline)) fx_split(int x)
+{
+	if (__builtin_expect(x == 987654, 0)) {
+		for (int i = 0; i < x; i++)
+			fprintf(stderr, "rare %d %d %s\n", x, i, fx_buffer);
+		fx_buffer[x % 100] = 1;
+		abort();
+	}
+	return x * 2;
+}
+
 int fx_global_var = 5;
 
 int fx_global_fn(int x)
 {
 	fx_fill('a');
-	return fx_add(x, fx_global_var) + (int)fx_table[1] + (int)fx_pair.b;
+	return fx_add(x, fx_global_var) + (int)fx_table[1] + (int)fx_pair.b + fx_split(x);
 }
 
 int main(int argc, char **argv)
