@@ -190,7 +190,7 @@ int meta_add_type(struct meta_builder *b, Dwarf_Die *die, int tag, const struct 
 				}
 			}
 		}
-		rc = dwarf_siblingof(&c, &c);
+		rc = meta_next_sibling(&c);
 	}
 	if (rc < 0)
 		meta_warn(m, "%s: DIE 0x%llx: corrupt children list: %s", m->path,

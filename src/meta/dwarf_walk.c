@@ -21,6 +21,15 @@ int meta_walk_oom(struct meta_builder *b)
 	return -1;
 }
 
+int meta_next_sibling(Dwarf_Die *die)
+{
+	Dwarf_Off here = dwarf_dieoffset(die);
+	int rc = dwarf_siblingof(die, die);
+	if (rc == 0 && dwarf_dieoffset(die) <= here)
+		return -1;
+	return rc;
+}
+
 int meta_walk_die(struct meta_builder *b, Dwarf_Die *die, struct walk_ctx ctx)
 {
 	struct meta_model *m = b->m;
@@ -94,7 +103,7 @@ int meta_walk_children(struct meta_builder *b, Dwarf_Die *parent, struct walk_ct
 	while (rc == 0) {
 		if (meta_walk_die(b, &c, ctx))
 			return -1;
-		rc = dwarf_siblingof(&c, &c);
+		rc = meta_next_sibling(&c);
 	}
 	if (rc < 0)
 		meta_warn(b->m, "%s: DIE 0x%llx: corrupt children list: %s", b->m->path,

@@ -44,6 +44,9 @@ struct walk_ctx {
 };
 
 int meta_walk_oom(struct meta_builder *b);
+/* dwarf_siblingof that refuses to go backwards (a corrupt DW_AT_sibling
+ * would otherwise loop forever): 0 next, 1 no more, -1 error or backwards. */
+int meta_next_sibling(Dwarf_Die *die);
 int meta_walk_die(struct meta_builder *b, Dwarf_Die *die, struct walk_ctx ctx);
 int meta_walk_children(struct meta_builder *b, Dwarf_Die *parent, struct walk_ctx ctx);
 
