@@ -7,8 +7,8 @@ import subprocess
 FIXTURES = pathlib.Path(__file__).resolve().parent / "meta_fixtures"
 
 
-def cc(out, sources, flags=(), cwd=None):
-    cmd = ["gcc", "-o", str(out)] + list(flags) + [str(s) for s in sources]
+def cc(out, sources, flags=(), cwd=None, compiler="gcc"):
+    cmd = [compiler, "-o", str(out)] + list(flags) + [str(s) for s in sources]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=120)
     assert r.returncode == 0, f"{' '.join(cmd)} failed:\n{r.stderr}"
     return out

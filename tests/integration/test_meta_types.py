@@ -14,14 +14,14 @@ import gen_structs  # noqa: E402
 NSTRUCTS = 150
 
 
-def build(tmp_path, dwarf, seed=7):
+def build(tmp_path, dwarf, seed=7, compiler="gcc"):
     gen = gen_structs.Gen(seed, NSTRUCTS).run()
     (tmp_path / "structs.h").write_text(gen_structs.header(gen))
     (tmp_path / "checker.c").write_text(gen_structs.checker(gen))
     for tag in ("a", "b", "c"):
         (tmp_path / f"cu_{tag}.c").write_text(gen_structs.user_cu(gen, tag))
     exe = cc(tmp_path / "checker", ["checker.c", "cu_a.c", "cu_b.c", "cu_c.c"],
-             [f"-gdwarf-{dwarf}", "-O0"], cwd=tmp_path)
+             [f"-gdwarf-{dwarf}", "-O0"], cwd=tmp_path, compiler=compiler)
     return gen, exe
 
 
@@ -41,8 +41,9 @@ def compiler_facts(exe):
 
 
 @pytest.mark.parametrize("dwarf", [4, 5])
-def test_sizes_offsets_bitfields_match_the_compiler(kiln_bin, tmp_path, dwarf):
-    gen, exe = build(tmp_path, dwarf)
+@pytest.mark.parametrize("compiler", ["gcc", "clang"])
+def test_sizes_offsets_bitfields_match_the_compiler(kiln_bin, tmp_path, dwarf, compiler):
+    gen, exe = build(tmp_path, dwarf, compiler=compiler)
     sizes, offs, bits = compiler_facts(exe)
     types = Types(meta_json(kiln_bin, "types", exe))
     checked = 0

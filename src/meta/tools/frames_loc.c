@@ -118,6 +118,7 @@ static Dwarf_Op as_op(const struct meta_op *o)
 	return op;
 }
 
+/* The function's frame base: 0 the CFA itself, 1 register REG + OFF, -1 other. */
 static int frame_base(const struct meta_model *m, const struct meta_function *f, int *reg, int64_t *off)
 {
 	Dwarf_Op *ops, one;
@@ -137,6 +138,17 @@ static int frame_base(const struct meta_model *m, const struct meta_function *f,
 	if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
 		*reg = ops[0].atom - DW_OP_breg0;
 		*off = (int64_t)ops[0].number;
+		return 1;
+	}
+	if (ops[0].atom >= DW_OP_reg0 && ops[0].atom <= DW_OP_reg31) {
+		/* The register's value is the frame base (clang: DW_OP_reg6 rbp). */
+		*reg = ops[0].atom - DW_OP_reg0;
+		*off = 0;
+		return 1;
+	}
+	if (ops[0].atom == DW_OP_bregx || ops[0].atom == DW_OP_regx) {
+		*reg = (int)ops[0].number;
+		*off = ops[0].atom == DW_OP_bregx ? (int64_t)ops[0].number2 : 0;
 		return 1;
 	}
 	return -1;
