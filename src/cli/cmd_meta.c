@@ -129,7 +129,8 @@ int cmd_meta(int argc, char **argv)
 	int stats = 0;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+f:o:d:r:sh", opts, NULL)) != -1) {
+	/* GNU getopt permutes: options may come before or after TOOL and BINARY. */
+	while ((c = getopt_long(argc, argv, "f:o:d:r:sh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (meta_format_parse(optarg, &fmt)) {
@@ -157,49 +158,13 @@ int cmd_meta(int argc, char **argv)
 			return 2;
 		}
 	}
-	/* Options may also follow TOOL and BINARY. */
-	const char *pos[2];
-	int npos = 0;
-	while (optind < argc) {
-		if (npos == 2) {
-			fprintf(stderr, "kiln meta: unexpected argument '%s'\n", argv[optind]);
-			return 2;
-		}
-		pos[npos++] = argv[optind++];
-		while ((c = getopt_long(argc, argv, "+f:o:d:r:sh", opts, NULL)) != -1) {
-			if (c == 'f' && !meta_format_parse(optarg, &fmt))
-				continue;
-			if (c == 'o') {
-				outfile = optarg;
-				continue;
-			}
-			if (c == 'd') {
-				outdir = optarg;
-				continue;
-			}
-			if (c == 'r') {
-				mopts.debug_root = optarg;
-				continue;
-			}
-			if (c == 's') {
-				stats = 1;
-				continue;
-			}
-			if (c == 'h') {
-				usage(stdout);
-				return 0;
-			}
-			if (c == 'f')
-				fprintf(stderr, "kiln meta: unknown format '%s' (text, json or c)\n", optarg);
-			else
-				usage(stderr);
-			return 2;
-		}
-	}
-	if (npos != 2) {
+	if (argc - optind != 2) {
+		if (argc - optind > 2)
+			fprintf(stderr, "kiln meta: unexpected argument '%s'\n", argv[optind + 2]);
 		usage(stderr);
 		return 2;
 	}
+	const char *pos[2] = { argv[optind], argv[optind + 1] };
 	const struct meta_tool *sel[16];
 	size_t nsel;
 	if (parse_tools(pos[0], sel, &nsel))
