@@ -127,6 +127,12 @@ struct meta_section {
 
 struct meta_model {
 	char *path;
+	/* Identity of the file the model was built from, for caches that keep
+	 * models warm: (dev, ino, size, mtime) when opened, and the ELF build id. */
+	uint64_t dev, ino, size;
+	int64_t mtime_ns;
+	unsigned char build_id[64];
+	size_t build_id_len;      /* 0: no build id */
 	char *debug_path;     /* separate debug file, or NULL */
 	int fd, debug_fd;
 	Elf *elf, *debug_elf;
@@ -176,6 +182,8 @@ static inline int meta_model_open(const char *path, struct meta_model **out, str
 	return meta_model_open_with(path, NULL, out, err);
 }
 void meta_model_free(struct meta_model *m);
+/* Approximate heap bytes held by M's own arrays (not libdw's or the mapping). */
+size_t meta_model_bytes(const struct meta_model *m);
 
 /* Stable id under which references to type T are written (0 for void). */
 static inline uint64_t meta_type_id(const struct meta_model *m, uint32_t t)

@@ -12,7 +12,7 @@
 #include "meta/build.h"
 #include "meta/debugfile.h"
 
-static int open_elf(const char *path, int *fd, Elf **elf, struct meta_err *err)
+static int open_elf(const char *path, int *fd, Elf **elf, struct stat *stp, struct meta_err *err)
 {
 	*fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (*fd < 0) {
@@ -20,7 +20,13 @@ static int open_elf(const char *path, int *fd, Elf **elf, struct meta_err *err)
 		return -1;
 	}
 	struct stat st;
-	if (fstat(*fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+	if (fstat(*fd, &st) != 0) {
+		meta_set_err(err, "%s: cannot stat: %s", path, strerror(errno));
+		return -1;
+	}
+	if (stp)
+		*stp = st;
+	if (!S_ISREG(st.st_mode)) {
 		meta_set_err(err, "%s: not a regular file", path);
 		return -1;
 	}
@@ -96,7 +102,7 @@ static int open_dwarf(struct meta_model *m, const char *debug_root, struct meta_
 	const char *src_path = m->path;
 	char dpath[4096];
 	if (!has_debug_info(m->elf) && meta_find_debugfile(m->elf, m->path, debug_root, dpath, sizeof dpath) == 0) {
-		if (open_elf(dpath, &m->debug_fd, &m->debug_elf, err))
+		if (open_elf(dpath, &m->debug_fd, &m->debug_elf, NULL, err))
 			return -1;
 		if (!(m->debug_path = strdup(dpath))) {
 			meta_set_err(err, "%s: out of memory", m->path);
@@ -141,10 +147,21 @@ int meta_model_open_with(const char *path, const struct meta_options *opts, stru
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_mutex_init(&m->warn_lock, NULL);
 	double t0 = now();
-	if (open_elf(path, &m->fd, &m->elf, err) || meta_read_elf(m, err) || open_dwarf(m, opts ? opts->debug_root : NULL, err))
+	struct stat st;
+	if (open_elf(path, &m->fd, &m->elf, &st, err) || meta_read_elf(m, err) || open_dwarf(m, opts ? opts->debug_root : NULL, err))
 		goto fail;
 	double t1 = now();
 	m->timing.open_s = t1 - t0;
+	m->dev = st.st_dev;
+	m->ino = st.st_ino;
+	m->size = (uint64_t)st.st_size;
+	m->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	const void *id;
+	ssize_t idlen = dwelf_elf_gnu_build_id(m->elf, &id);
+	if (idlen > 0 && (size_t)idlen <= sizeof m->build_id) {
+		memcpy(m->build_id, id, (size_t)idlen);
+		m->build_id_len = (size_t)idlen;
+	}
 	if (m->dwarf) {
 		struct meta_builder b = { .m = m, .err = err };
 		int rc = meta_walk_dwarf(&b);
@@ -203,4 +220,13 @@ void meta_model_free(struct meta_model *m)
 	free(m->path);
 	free(m->debug_path);
 	free(m);
+}
+
+size_t meta_model_bytes(const struct meta_model *m)
+{
+	return sizeof *m + m->ncus * sizeof *m->cus + m->ntypes * sizeof *m->types +
+	       m->nmembers * sizeof *m->members + m->nclasses * sizeof *m->classes +
+	       m->nfunctions * sizeof *m->functions + m->nvars * sizeof *m->vars +
+	       m->nranges * sizeof *m->ranges + m->nglobals * sizeof *m->globals +
+	       m->nsymbols * sizeof *m->symbols + m->nsections * sizeof *m->sections;
 }

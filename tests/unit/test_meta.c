@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -133,6 +134,22 @@ static void compile_units_are_listed(void **state)
 	meta_model_free(m);
 }
 
+static void identity_of_the_file(void **state)
+{
+	(void)state;
+	struct meta_err err = { { 0 } };
+	struct meta_model *m;
+	assert_int_equal(meta_model_open("/proc/self/exe", &m, &err), 0);
+	struct stat st;
+	assert_int_equal(stat("/proc/self/exe", &st), 0);
+	assert_int_equal(m->ino, st.st_ino);
+	assert_int_equal(m->size, (uint64_t)st.st_size);
+	assert_int_equal(m->mtime_ns, (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec);
+	assert_true(m->build_id_len >= 8); /* Debian's gcc links with --build-id */
+	assert_true(meta_model_bytes(m) > m->ntypes * sizeof *m->types);
+	meta_model_free(m);
+}
+
 static void u64map_put_get(void **state)
 {
 	(void)state;
@@ -169,6 +186,7 @@ int main(void)
 		cmocka_unit_test(open_non_elf_fails_with_message),
 		cmocka_unit_test(own_binary_matches_compiler),
 		cmocka_unit_test(compile_units_are_listed),
+		cmocka_unit_test(identity_of_the_file),
 		cmocka_unit_test(u64map_put_get),
 		cmocka_unit_test(tool_writes_to_stream),
 	};
