@@ -65,23 +65,36 @@ static int add_global(struct meta_builder *b, const struct attrs *t, uint64_t ad
 /* A single DW_OP_addr location: a variable at a fixed address. */
 static int static_address(const struct meta_model *m, Dwarf_Attribute *loc, uint64_t *addr)
 {
+	unsigned int form = dwarf_whatform(loc);
+	if (form != DW_FORM_exprloc && form != DW_FORM_block1 && form != DW_FORM_block2 &&
+	    form != DW_FORM_block4 && form != DW_FORM_block)
+		return 0; /* a location list: not at one fixed address */
 	struct meta_op op;
-	if (m->addr_size) {
-		if (!meta_expr_simple(loc, m->addr_size, &op) || op.atom != DW_OP_addr)
+	if (m->addr_size && meta_expr_simple(loc, m->addr_size, &op)) {
+		if (op.atom != DW_OP_addr)
 			return 0;
 		*addr = op.addr;
 		return 1;
 	}
+	/* DW_OP_addrx (clang's DWARF 5): an index into .debug_addr, which libdw
+	 * resolves; other expressions are not a fixed address. */
+	Dwarf_Block blk;
+	if (m->addr_size && (dwarf_formblock(loc, &blk) != 0 || blk.length == 0 ||
+			     (blk.data[0] != DW_OP_addrx && blk.data[0] != DW_OP_GNU_addr_index)))
+		return 0;
 	Dwarf_Op *ops;
 	size_t n;
-	unsigned int form = dwarf_whatform(loc);
-	if (form == DW_FORM_sec_offset || form == DW_FORM_loclistx || form == DW_FORM_data4 ||
-	    form == DW_FORM_data8)
+	if (dwarf_getlocation(loc, &ops, &n) != 0 || n != 1)
 		return 0;
-	if (dwarf_getlocation(loc, &ops, &n) != 0 || n != 1 || ops[0].atom != DW_OP_addr)
-		return 0;
-	*addr = ops[0].number;
-	return 1;
+	if (ops[0].atom == DW_OP_addr) {
+		*addr = ops[0].number;
+		return 1;
+	}
+	Dwarf_Attribute res;
+	if ((ops[0].atom == DW_OP_addrx || ops[0].atom == DW_OP_GNU_addr_index) &&
+	    dwarf_getlocation_attr(loc, ops, &res) == 0 && dwarf_formaddr(&res, addr) == 0)
+		return 1;
+	return 0;
 }
 
 int meta_add_var(struct meta_builder *b, Dwarf_Die *die, int tag, struct attrs *t,

@@ -267,6 +267,13 @@ int meta_var_locations(struct frame_state *s, const struct meta_function *f, con
 {
 	const struct meta_range *scope = &s->m->ranges[v->scope_first];
 	s->nlocs = 0;
+	if (v->is_static) { /* a function-scope static: one address throughout */
+		for (uint32_t r = 0; r < v->scope_count; r++)
+			if (add_loc(s, (struct loc){ scope[r].lo, scope[r].hi, LOC_STATIC, 0,
+						     (int64_t)v->static_addr }))
+				return -1;
+		return 0;
+	}
 	if (!v->has_location) {
 		for (uint32_t r = 0; r < v->scope_count; r++)
 			if (add_loc(s, (struct loc){ scope[r].lo, scope[r].hi, LOC_NONE, 0, 0 }))
