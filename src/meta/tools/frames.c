@@ -7,7 +7,25 @@
 #include "meta/tools/obuf.h"
 #include "meta/tools/tool.h"
 
-static void print_loc_text(struct meta_obuf *o, const struct loc *l)
+/* A DWARF register by its x86-64 name (rdi, xmm0), else as regN. */
+static void put_reg(struct meta_obuf *o, int reg, int x86_64)
+{
+	static const char *const names[] = {
+		"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10",
+		"r11", "r12", "r13", "r14", "r15", "rip",
+	};
+	if (x86_64 && reg >= 0 && reg < 17) {
+		meta_obuf_str(o, names[reg]);
+	} else if (x86_64 && reg >= 17 && reg <= 32) {
+		meta_obuf_str(o, "xmm");
+		meta_obuf_u64(o, (uint64_t)(reg - 17));
+	} else {
+		meta_obuf_str(o, "reg");
+		meta_obuf_u64(o, (uint64_t)reg);
+	}
+}
+
+static void print_loc_text(struct meta_obuf *o, const struct loc *l, int x86_64)
 {
 	meta_obuf_chr(o, ' ');
 	switch (l->kind) {
@@ -16,12 +34,10 @@ static void print_loc_text(struct meta_obuf *o, const struct loc *l)
 		meta_obuf_i64(o, l->offset, 1);
 		break;
 	case LOC_REG:
-		meta_obuf_mem(o, "reg", 3);
-		meta_obuf_u64(o, (uint64_t)l->reg);
+		put_reg(o, l->reg, x86_64);
 		break;
 	case LOC_BREG:
-		meta_obuf_mem(o, "breg", 4);
-		meta_obuf_u64(o, (uint64_t)l->reg);
+		put_reg(o, l->reg, x86_64);
 		meta_obuf_i64(o, l->offset, 1);
 		break;
 	case LOC_STATIC:
@@ -110,7 +126,7 @@ static int emit_function(struct frame_state *s, struct meta_obuf *o, FILE *out, 
 			meta_obuf_type_label(o, m, v->type);
 			meta_obuf_chr(o, ')');
 			for (size_t i = 0; i < s->nlocs; i++)
-				print_loc_text(o, &s->locs[i]);
+				print_loc_text(o, &s->locs[i], m->machine == EM_X86_64);
 			meta_obuf_chr(o, '\n');
 		} else if (fmt == META_FMT_JSON) {
 			meta_obuf_str(o, k ? ",{\"name\":" : "{\"name\":");
