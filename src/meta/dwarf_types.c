@@ -128,6 +128,11 @@ int meta_add_type(struct meta_builder *b, Dwarf_Die *die, int tag, const struct 
 		  struct walk_ctx ctx)
 {
 	struct meta_model *m = b->m;
+	if (ctx.depth > META_MAX_DEPTH) {
+		meta_warn(m, "%s: DIE 0x%llx: types nested deeper than %d; subtree skipped", m->path,
+			  (unsigned long long)dwarf_dieoffset(die), META_MAX_DEPTH);
+		return 0;
+	}
 	int kind = meta_kind_of_tag(tag);
 	struct meta_type ty = { .name = t->name, .ref = META_NONE, .kind = (uint8_t)kind };
 	if (kind == META_KIND_COUNT) {

@@ -11,8 +11,6 @@
 
 #include "meta/dwarf_walk.h"
 
-#define MAX_DEPTH 512
-
 int meta_walk_oom(struct meta_builder *b)
 {
 	if (!b->oom)
@@ -35,9 +33,9 @@ int meta_walk_die(struct meta_builder *b, Dwarf_Die *die, struct walk_ctx ctx)
 	struct meta_model *m = b->m;
 	int tag = dwarf_tag(die);
 	struct attrs t;
-	if (ctx.depth > MAX_DEPTH) {
+	if (ctx.depth > META_MAX_DEPTH) {
 		meta_warn(m, "%s: DIE 0x%llx: nesting deeper than %d; subtree skipped", m->path,
-			  (unsigned long long)dwarf_dieoffset(die), MAX_DEPTH);
+			  (unsigned long long)dwarf_dieoffset(die), META_MAX_DEPTH);
 		return 0;
 	}
 	switch (tag) {

@@ -8,6 +8,10 @@
 
 #include "meta/build.h"
 
+/* Deeper DIE nesting than this is corrupt input: skipped with a warning
+ * rather than recursed into (the walk recurses on the C stack). */
+#define META_MAX_DEPTH 512
+
 /* The attributes of one DIE we care about, read in one dwarf_getattrs pass. */
 struct attrs {
 	const char *name;

@@ -159,3 +159,19 @@ def test_separate_debug_file_by_build_id(kiln_bin, tmp_path):
     assert "function fx_fill" in r.stdout
     # the CFI comes from the stripped binary's .eh_frame, the DWARF from the debug file
     assert "cfa-" in r.stdout
+
+
+def test_deeply_nested_types_are_cut_with_a_warning(kiln_bin, tmp_path):
+    """g++ nests the DIEs of nested struct types: 700 levels of them must not
+    exhaust the stack; the part deeper than the limit is skipped with a warning."""
+    n = 700
+    src = tmp_path / "deep.cc"
+    src.write_text("struct deep { " + "struct { " * n + "int x; " + "} m; " * n + "};\n"
+                   "deep d;\nint main() { return 0; }\n")
+    exe = tmp_path / "deep"
+    r = run(["g++", "-g", "-o", exe, src])
+    assert r.returncode == 0, r.stderr
+    r = run([kiln_bin, "meta", "types", exe])
+    assert r.returncode == 0, r.stderr
+    assert "nested deeper than" in r.stderr and str(exe) in r.stderr
+    assert "struct deep size=4" in r.stdout
