@@ -162,7 +162,7 @@ int meta_symbol_has_addr(const struct meta_model *m, uint64_t addr)
 {
 	for (long i = last_at_or_below(m, addr); i >= 0 && m->symbols[i].addr == addr; i--) {
 		uint8_t t = m->symbols[i].type;
-		if (t == STT_FUNC || t == STT_OBJECT || t == STT_NOTYPE || t == STT_GNU_IFUNC || t == STT_TLS)
+		if (t == STT_FUNC || t == STT_OBJECT || t == STT_NOTYPE || t == STT_GNU_IFUNC)
 			return 1;
 	}
 	return 0;
