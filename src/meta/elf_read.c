@@ -29,7 +29,9 @@ static int read_symtab(struct meta_model *m, Elf_Scn *scn, GElf_Shdr *sh, struct
 		if (!gelf_getsym(d, (int)i, &sym))
 			break;
 		int type = GELF_ST_TYPE(sym.st_info);
-		if (type == STT_SECTION || type == STT_FILE || sym.st_shndx == SHN_UNDEF)
+		/* Absolute symbols are values, not addresses. */
+		if (type == STT_SECTION || type == STT_FILE || sym.st_shndx == SHN_UNDEF ||
+		    sym.st_shndx == SHN_ABS || sym.st_shndx == SHN_COMMON)
 			continue;
 		const char *name = elf_strptr(m->elf, sh->sh_link, sym.st_name);
 		if (!name)
