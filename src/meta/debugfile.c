@@ -1,18 +1,15 @@
 /* Separate debug files: build id first (exact match), then .gnu_debuglink. */
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <elfutils/libdwelf.h>
 
 #include "meta/debugfile.h"
 
-static int exists(const char *p)
-{
-	return access(p, R_OK) == 0;
-}
-
-int meta_find_debugfile(Elf *elf, const char *path, const char *root, char *out, size_t outlen)
+int meta_find_debugfile(Elf *elf, int dirfd, const char *path, const char *root, char *out,
+			size_t outlen)
 {
 	if (!root)
 		root = META_DEBUG_ROOT;
@@ -24,7 +21,7 @@ int meta_find_debugfile(Elf *elf, const char *path, const char *root, char *out,
 		for (ssize_t i = 0; i < idlen; i++)
 			snprintf(hex + 2 * i, 3, "%02x", b[i]);
 		if ((size_t)snprintf(out, outlen, "%s/.build-id/%.2s/%s.debug", root, hex, hex + 2) < outlen &&
-		    exists(out))
+		    faccessat(dirfd, out, R_OK, 0) == 0)
 			return 0;
 	}
 	GElf_Word crc;
@@ -41,7 +38,7 @@ int meta_find_debugfile(Elf *elf, const char *path, const char *root, char *out,
 		size_t n = i == 0 ? (size_t)snprintf(out, outlen, "%s/%s", dir, link)
 			 : i == 1 ? (size_t)snprintf(out, outlen, "%s/.debug/%s", dir, link)
 				  : (size_t)snprintf(out, outlen, "%s/%s/%s", root, dir, link);
-		if (n < outlen && exists(out) && strcmp(out, path) != 0)
+		if (n < outlen && faccessat(dirfd, out, R_OK, 0) == 0 && strcmp(out, path) != 0)
 			return 0;
 	}
 	return -1;

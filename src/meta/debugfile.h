@@ -9,9 +9,10 @@
 
 #define META_DEBUG_ROOT "/usr/lib/debug"
 
-/* Writes the path of an existing debug file for ELF (read from PATH) into
- * OUT, looking under ROOT (NULL: META_DEBUG_ROOT). Returns 0 when found, -1
- * otherwise. */
-int meta_find_debugfile(Elf *elf, const char *path, const char *root, char *out, size_t outlen);
+/* Writes the path of an existing debug file for ELF (read from PATH, relative
+ * paths against DIRFD) into OUT, looking under ROOT (NULL: META_DEBUG_ROOT).
+ * Returns 0 when found, -1 otherwise. */
+int meta_find_debugfile(Elf *elf, int dirfd, const char *path, const char *root, char *out,
+			size_t outlen);
 
 #endif

@@ -170,6 +170,8 @@ struct meta_err {
 /* Options of a model build; a zeroed struct means the defaults. */
 struct meta_options {
 	const char *debug_root; /* where separate debug files live; NULL: /usr/lib/debug */
+	int has_dirfd;          /* relative paths resolve against dirfd, not the cwd */
+	int dirfd;              /* (a forwarded client's working directory) */
 };
 
 /* Builds the model of PATH with OPTS (NULL: defaults). Returns 0, or -1 with err->msg set (and *out

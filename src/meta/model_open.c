@@ -12,9 +12,9 @@
 #include "meta/build.h"
 #include "meta/debugfile.h"
 
-static int open_elf(const char *path, int *fd, Elf **elf, struct stat *stp, struct meta_err *err)
+static int open_elf(int dirfd, const char *path, int *fd, Elf **elf, struct stat *stp, struct meta_err *err)
 {
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	*fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
 	if (*fd < 0) {
 		meta_set_err(err, "%s: cannot open: %s", path, strerror(errno));
 		return -1;
@@ -96,13 +96,13 @@ static void find_loclists(struct meta_model *m, Elf *elf)
 	}
 }
 
-static int open_dwarf(struct meta_model *m, const char *debug_root, struct meta_err *err)
+static int open_dwarf(struct meta_model *m, int dirfd, const char *debug_root, struct meta_err *err)
 {
 	Elf *src = m->elf;
 	const char *src_path = m->path;
 	char dpath[4096];
-	if (!has_debug_info(m->elf) && meta_find_debugfile(m->elf, m->path, debug_root, dpath, sizeof dpath) == 0) {
-		if (open_elf(dpath, &m->debug_fd, &m->debug_elf, NULL, err))
+	if (!has_debug_info(m->elf) && meta_find_debugfile(m->elf, dirfd, m->path, debug_root, dpath, sizeof dpath) == 0) {
+		if (open_elf(dirfd, dpath, &m->debug_fd, &m->debug_elf, NULL, err))
 			return -1;
 		if (!(m->debug_path = strdup(dpath))) {
 			meta_set_err(err, "%s: out of memory", m->path);
@@ -148,7 +148,8 @@ int meta_model_open_with(const char *path, const struct meta_options *opts, stru
 	pthread_mutex_init(&m->warn_lock, NULL);
 	double t0 = now();
 	struct stat st;
-	if (open_elf(path, &m->fd, &m->elf, &st, err) || meta_read_elf(m, err) || open_dwarf(m, opts ? opts->debug_root : NULL, err))
+	int dirfd = opts && opts->has_dirfd ? opts->dirfd : AT_FDCWD;
+	if (open_elf(dirfd, path, &m->fd, &m->elf, &st, err) || meta_read_elf(m, err) || open_dwarf(m, dirfd, opts ? opts->debug_root : NULL, err))
 		goto fail;
 	double t1 = now();
 	m->timing.open_s = t1 - t0;
