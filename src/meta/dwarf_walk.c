@@ -109,9 +109,27 @@ int meta_walk_children(struct meta_builder *b, Dwarf_Die *parent, struct walk_ct
 	return 0;
 }
 
+/* Reserves room in proportion to .debug_info (ratios seen in GCC output), so
+ * that the arrays are not copied over and over while they grow. */
+static int reserve(struct meta_builder *b)
+{
+	struct meta_model *m = b->m;
+	uint64_t size = m->debug_info_size;
+	uint64_t file = m->debug_path ? m->debug_file_size : m->size;
+	if (size > file)
+		size = file; /* a corrupt section header: the file bounds what it holds */
+	return meta_grow((void **)&m->types, &b->cap_types, size / 64, sizeof *m->types) ||
+	       meta_grow((void **)&m->members, &b->cap_members, size / 16, sizeof *m->members) ||
+	       meta_grow((void **)&m->vars, &b->cap_vars, size / 96, sizeof *m->vars) ||
+	       meta_grow((void **)&m->functions, &b->cap_functions, size / 512, sizeof *m->functions) ||
+	       meta_grow((void **)&m->ranges, &b->cap_ranges, size / 128, sizeof *m->ranges);
+}
+
 int meta_walk_dwarf(struct meta_builder *b)
 {
 	struct meta_model *m = b->m;
+	if (reserve(b))
+		return meta_walk_oom(b);
 	Dwarf_CU *cu = NULL;
 	Dwarf_Die cudie, subdie;
 	uint8_t unit_type;

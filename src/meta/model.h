@@ -137,6 +137,8 @@ struct meta_model {
 	int fd, debug_fd;
 	Elf *elf, *debug_elf;
 	Dwarf *dwarf;         /* NULL when the binary has no DWARF */
+	uint64_t debug_info_size;
+	uint64_t debug_file_size; /* of the separate debug file, when there is one */
 	Dwarf_CFI *eh_cfi, *debug_cfi;
 	/* raw .debug_loc / .debug_loclists bytes (NULL if absent or compressed) */
 	const unsigned char *raw_loc, *raw_loclists;

@@ -52,8 +52,8 @@ static int open_elf(int dirfd, const char *path, int *fd, Elf **elf, struct stat
 	return 0;
 }
 
-/* Whether ELF carries DWARF of its own (an .debug_info section with bytes). */
-static int has_debug_info(Elf *elf)
+/* Size of ELF's own .debug_info (0: no DWARF of its own). */
+static uint64_t debug_info_size(Elf *elf)
 {
 	size_t shstrndx;
 	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
@@ -64,7 +64,7 @@ static int has_debug_info(Elf *elf)
 			continue;
 		const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
 		if (name && (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info")))
-			return 1;
+			return sh.sh_size ? sh.sh_size : 1;
 	}
 	return 0;
 }
@@ -101,9 +101,11 @@ static int open_dwarf(struct meta_model *m, int dirfd, const char *debug_root, s
 	Elf *src = m->elf;
 	const char *src_path = m->path;
 	char dpath[4096];
-	if (!has_debug_info(m->elf) && meta_find_debugfile(m->elf, dirfd, m->path, debug_root, dpath, sizeof dpath) == 0) {
-		if (open_elf(dirfd, dpath, &m->debug_fd, &m->debug_elf, NULL, err))
+	if (!debug_info_size(m->elf) && meta_find_debugfile(m->elf, dirfd, m->path, debug_root, dpath, sizeof dpath) == 0) {
+		struct stat dst;
+		if (open_elf(dirfd, dpath, &m->debug_fd, &m->debug_elf, &dst, err))
 			return -1;
+		m->debug_file_size = (uint64_t)dst.st_size;
 		if (!(m->debug_path = strdup(dpath))) {
 			meta_set_err(err, "%s: out of memory", m->path);
 			return -1;
@@ -111,7 +113,7 @@ static int open_dwarf(struct meta_model *m, int dirfd, const char *debug_root, s
 		src = m->debug_elf;
 		src_path = m->debug_path;
 	}
-	if (has_debug_info(src)) {
+	if ((m->debug_info_size = debug_info_size(src))) {
 		m->dwarf = dwarf_begin_elf(src, DWARF_C_READ, NULL);
 		if (!m->dwarf) {
 			meta_set_err(err, "%s: cannot read DWARF: %s", src_path, dwarf_errmsg(-1));
