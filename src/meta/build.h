@@ -56,6 +56,8 @@ struct meta_builder {
 	uint64_t *type_die;
 	uint32_t *type_order; /* permutation sorted by offset, when not already */
 	int oom;
+	Dwarf_CU *cur_cu;     /* the unit being walked, and whether it is a */
+	int cur_in_types;     /* DWARF 4 .debug_types unit */
 };
 
 int meta_walk_dwarf(struct meta_builder *b);

@@ -119,12 +119,25 @@ void meta_read_attrs(Dwarf_Die *die, struct attrs *t)
 		t->bad = 1;
 }
 
-uint64_t meta_ref_offset(Dwarf_Attribute *a)
+uint64_t meta_die_key(const struct meta_builder *b, Dwarf_Die *d)
+{
+	uint64_t key = dwarf_dieoffset(d) + 1;
+	int in_types = b->cur_in_types;
+	if (d->cu != b->cur_cu) { /* a reference to another unit: rare */
+		Dwarf_Half version;
+		uint8_t unit_type;
+		in_types = dwarf_cu_info(d->cu, &version, &unit_type, NULL, NULL, NULL, NULL, NULL) == 0 &&
+			   version < 5 && unit_type == DW_UT_type;
+	}
+	return in_types ? key | META_KEY_DEBUG_TYPES : key;
+}
+
+uint64_t meta_ref_key(const struct meta_builder *b, Dwarf_Attribute *a)
 {
 	Dwarf_Die d;
 	if (!dwarf_formref_die(a, &d))
 		return 0;
-	return dwarf_dieoffset(&d) + 1; /* 0 stays "none" */
+	return meta_die_key(b, &d);
 }
 
 void meta_inherit(struct attrs *t)

@@ -58,7 +58,7 @@ static int add_global(struct meta_builder *b, const struct attrs *t, uint64_t ad
 			return meta_walk_oom(b);
 		b->global_ref_off = r;
 	}
-	b->global_ref_off[m->nglobals - 1] = t->has_type ? meta_ref_offset((Dwarf_Attribute *)&t->type) : 0;
+	b->global_ref_off[m->nglobals - 1] = t->has_type ? meta_ref_key(b, (Dwarf_Attribute *)&t->type) : 0;
 	return 0;
 }
 
@@ -129,7 +129,7 @@ int meta_add_var(struct meta_builder *b, Dwarf_Die *die, int tag, struct attrs *
 			return meta_walk_oom(b);
 		b->var_ref_off = r;
 	}
-	b->var_ref_off[m->nvars - 1] = t->has_type ? meta_ref_offset(&t->type) : 0;
+	b->var_ref_off[m->nvars - 1] = t->has_type ? meta_ref_key(b, &t->type) : 0;
 	m->functions[ctx.function].var_count++;
 	return 0;
 }

@@ -70,7 +70,7 @@ static int member_of(struct meta_builder *b, Dwarf_Die *c, int ptag, struct pend
 			if (t.bad)
 				meta_warn(b->m, "%s: DIE 0x%llx: base class at a computed (virtual) offset; 0 assumed",
 					  b->m->path, (unsigned long long)dwarf_dieoffset(c));
-			return pend(p, mm, t.has_type ? meta_ref_offset(&t.type) : 0) ? -1 : 0;
+			return pend(p, mm, t.has_type ? meta_ref_key(b, &t.type) : 0) ? -1 : 0;
 		}
 		if (tag != DW_TAG_member)
 			return 1;
@@ -94,7 +94,7 @@ static int member_of(struct meta_builder *b, Dwarf_Die *c, int ptag, struct pend
 		if (t.bad)
 			meta_warn(b->m, "%s: DIE 0x%llx: member '%s' has a location we do not understand; offset 0 assumed",
 				  b->m->path, (unsigned long long)dwarf_dieoffset(c), t.name ? t.name : "");
-		return pend(p, mm, t.has_type ? meta_ref_offset(&t.type) : 0) ? -1 : 0;
+		return pend(p, mm, t.has_type ? meta_ref_key(b, &t.type) : 0) ? -1 : 0;
 	case DW_TAG_enumeration_type:
 		if (tag != DW_TAG_enumerator)
 			return 1;
@@ -107,7 +107,7 @@ static int member_of(struct meta_builder *b, Dwarf_Die *c, int ptag, struct pend
 		if (tag != DW_TAG_formal_parameter)
 			return 1;
 		meta_read_attrs(c, &t);
-		return pend(p, mm, t.has_type ? meta_ref_offset(&t.type) : 0) ? -1 : 0;
+		return pend(p, mm, t.has_type ? meta_ref_key(b, &t.type) : 0) ? -1 : 0;
 	case DW_TAG_array_type:
 		if (tag != DW_TAG_subrange_type && tag != DW_TAG_enumeration_type)
 			return 1;
@@ -163,8 +163,8 @@ int meta_add_type(struct meta_builder *b, Dwarf_Die *die, int tag, const struct 
 			return meta_walk_oom(b);
 		b->type_die = r;
 	}
-	b->type_die[idx] = dwarf_dieoffset(die) + 1;
-	uint64_t tref = t->has_type ? meta_ref_offset((Dwarf_Attribute *)&t->type) : 0;
+	b->type_die[idx] = meta_die_key(b, die);
+	uint64_t tref = t->has_type ? meta_ref_key(b, (Dwarf_Attribute *)&t->type) : 0;
 	b->type_ref_off[idx] = tref;
 
 	if (!dwarf_haschildren(die))

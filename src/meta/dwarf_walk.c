@@ -147,6 +147,8 @@ int meta_walk_dwarf(struct meta_builder *b)
 		};
 		if (META_PUSH(m->cus, m->ncus, b->cap_cus, u))
 			return meta_walk_oom(b);
+		b->cur_cu = cudie.cu;
+		b->cur_in_types = version < 5 && unit_type == DW_UT_type;
 		int tag = dwarf_tag(&cudie);
 		if (tag != DW_TAG_compile_unit && tag != DW_TAG_partial_unit && tag != DW_TAG_type_unit) {
 			meta_warn(m, "%s: unit at 0x%llx has tag 0x%x; skipped", m->path,

@@ -29,8 +29,12 @@ struct attrs {
 };
 
 void meta_read_attrs(Dwarf_Die *die, struct attrs *t);
-/* DIE offset + 1 of the DIE attribute A refers to; 0 when it cannot be read. */
-uint64_t meta_ref_offset(Dwarf_Attribute *a);
+/* A DIE's key: its offset + 1, with META_KEY_DEBUG_TYPES set for DWARF 4
+ * .debug_types units, whose offsets overlap those of .debug_info. */
+#define META_KEY_DEBUG_TYPES ((uint64_t)1 << 62)
+uint64_t meta_die_key(const struct meta_builder *b, Dwarf_Die *d);
+/* Key of the DIE attribute A refers to; 0 when it cannot be read. */
+uint64_t meta_ref_key(const struct meta_builder *b, Dwarf_Attribute *a);
 /* Name, type and external flag inherited through abstract_origin and
  * specification (two levels: a concrete out-of-line instance of an inline
  * function points at its abstract instance, which may point at a declaration). */

@@ -66,7 +66,7 @@ static uint32_t resolve(struct meta_builder *b, uint64_t off, const char *what, 
 	uint32_t t = lookup(b, off, lo, hi);
 	if (t == META_NONE)
 		meta_warn(b->m, "%s: %s refers to DIE 0x%llx, which is not a type; treated as void",
-			  b->m->path, what, (unsigned long long)(off - 1));
+			  b->m->path, what, (unsigned long long)((off - 1) & ~((uint64_t)1 << 62)));
 	return t;
 }
 

@@ -181,3 +181,22 @@ def test_declared_vs_defined_pointee_is_one_type(kiln_bin, tmp_path):
     ptr = types.by_id[foo["members"][0]["type"]]
     assert ptr["kind"] == "pointer"
     assert types.strip(ptr["type"])["id"] == bar_def["id"]
+
+
+def test_debug_types_section_gives_the_same_types(kiln_bin, tmp_path):
+    """DWARF 4 type units (.debug_types, whose DIE offsets overlap those of
+    .debug_info) describe the same types as plain DWARF 4."""
+    gen = gen_structs.Gen(3, 40).run()
+    (tmp_path / "structs.h").write_text(gen_structs.header(gen))
+    (tmp_path / "checker.c").write_text(gen_structs.checker(gen))
+    (tmp_path / "cu_a.c").write_text(gen_structs.user_cu(gen, "a"))
+    srcs = ["checker.c", "cu_a.c"]
+    plain = cc(tmp_path / "plain", srcs, ["-gdwarf-4"], cwd=tmp_path)
+    units = cc(tmp_path / "units", srcs, ["-gdwarf-4", "-fdebug-types-section"], cwd=tmp_path)
+    assert ".debug_types" in run(["readelf", "-S", units]).stdout
+    ids = [{t["id"] for t in meta_json(kiln_bin, "types", b)["types"]} for b in (plain, units)]
+    assert ids[0] == ids[1]
+    # and every variable's type resolves to one of them
+    frames = meta_json(kiln_bin, "frames", units)
+    vtypes = {v["type"] for f in frames["functions"] for v in f["vars"] if v["type"]}
+    assert vtypes and vtypes <= ids[1]
