@@ -56,6 +56,11 @@ struct meta_builder {
 	uint64_t *type_die;
 	uint32_t *type_order; /* permutation sorted by offset, when not already */
 	int oom;
+	/* Skeleton type DIEs that stand for a type unit's type (DW_AT_signature):
+	 * their key maps to an index into alias_target, the target's key. */
+	struct meta_u64map aliases;
+	uint64_t *alias_target;
+	size_t nalias, cap_alias;
 	Dwarf_CU *cur_cu;     /* the unit being walked, and whether it is a */
 	int cur_in_types;     /* DWARF 4 .debug_types unit */
 };

@@ -84,6 +84,10 @@ static int collect(Dwarf_Attribute *a, void *arg)
 		t->spec = *a;
 		t->has_spec = 1;
 		break;
+	case DW_AT_signature:
+		t->signature = *a;
+		t->has_signature = 1;
+		break;
 	case DW_AT_declaration:
 		if (dwarf_formflag(a, &flag) == 0)
 			t->declaration = flag;

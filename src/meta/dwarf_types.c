@@ -133,6 +133,15 @@ int meta_add_type(struct meta_builder *b, Dwarf_Die *die, int tag, const struct 
 			  (unsigned long long)dwarf_dieoffset(die), META_MAX_DEPTH);
 		return 0;
 	}
+	if (t->has_signature) {
+		/* A skeleton of a type described in a type unit: it is that type. */
+		uint64_t target = meta_ref_key(b, (Dwarf_Attribute *)&t->signature);
+		if (target && (meta_u64map_put(&b->aliases, meta_die_key(b, die), (uint32_t)b->nalias) ||
+			       META_PUSH(b->alias_target, b->nalias, b->cap_alias, target)))
+			return meta_walk_oom(b);
+		if (target)
+			return 0;
+	}
 	int kind = meta_kind_of_tag(tag);
 	struct meta_type ty = { .name = t->name, .ref = META_NONE, .kind = (uint8_t)kind };
 	if (kind == META_KIND_COUNT) {

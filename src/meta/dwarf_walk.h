@@ -15,14 +15,14 @@
 /* The attributes of one DIE we care about, read in one dwarf_getattrs pass. */
 struct attrs {
 	const char *name;
-	Dwarf_Attribute type, location, frame_base, origin, spec;
+	Dwarf_Attribute type, location, frame_base, origin, spec, signature;
 	Dwarf_Word byte_size, bit_size, data_bit_offset, member_loc;
 	Dwarf_Sword bit_offset; /* negative when a packed bitfield spills over */
 	Dwarf_Word upper_bound, count, encoding, const_value;
 	Dwarf_Sword lower_bound;
 	Dwarf_Addr low_pc, high_pc;
 	unsigned has_type : 1, has_location : 1, has_frame_base : 1, has_origin : 1,
-		has_spec : 1, has_byte_size : 1, has_bit_size : 1, has_bit_offset : 1,
+		has_spec : 1, has_signature : 1, has_byte_size : 1, has_bit_size : 1, has_bit_offset : 1,
 		has_data_bit_offset : 1, has_member_loc : 1, has_upper : 1, has_count : 1,
 		has_lower : 1, has_const : 1, has_low : 1, has_high : 1, high_is_size : 1,
 		has_ranges : 1, declaration : 1, external : 1, bad : 1;

@@ -180,6 +180,8 @@ int meta_model_open_with(const char *path, const struct meta_options *opts, stru
 		free(b.global_ref_off);
 		free(b.bitfix);
 		free(b.type_die);
+		free(b.alias_target);
+		meta_u64map_free(&b.aliases);
 		free(b.type_order);
 		if (rc || meta_dedup_types(m, err))
 			goto fail;

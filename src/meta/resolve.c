@@ -63,6 +63,14 @@ static uint32_t resolve(struct meta_builder *b, uint64_t off, const char *what, 
 {
 	if (!off)
 		return META_NONE;
+	/* through skeleton DIEs to the type unit's type (a chain is corrupt input) */
+	for (int hops = 0; b->nalias && hops < 4; hops++) {
+		uint32_t a = meta_u64map_get(&b->aliases, off);
+		if (a == META_NONE)
+			break;
+		off = b->alias_target[a];
+		lo = hi = 0;
+	}
 	uint32_t t = lookup(b, off, lo, hi);
 	if (t == META_NONE)
 		meta_warn(b->m, "%s: %s refers to DIE 0x%llx, which is not a type; treated as void",
