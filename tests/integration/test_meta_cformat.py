@@ -23,7 +23,7 @@ class Extra(C.Structure):
 
 
 class Sys(C.Structure):
-    _fields_ = [("addr", U64), ("function", STR), ("offset", U64)]
+    _fields_ = [("addr", U64), ("function", STR), ("offset", U64), ("insn", STR)]
 
 
 class Frame(C.Structure):
@@ -83,7 +83,8 @@ def test_meta_so_matches_json(kiln_bin, tmp_path):
 
     sysc = meta_json(kiln_bin, "syscalls", exe)["syscalls"]
     cs = table(lib, "kiln_meta_syscalls", Sys, U32.in_dll(lib, "kiln_meta_nsyscalls").value)
-    assert [(c.addr, s(c.function)) for c in cs] == [(x["addr"], x["function"]) for x in sysc]
+    assert [(c.addr, s(c.function), s(c.insn)) for c in cs] == \
+        [(x["addr"], x["function"], x["insn"]) for x in sysc]
 
     frames = meta_json(kiln_bin, "frames", exe)["functions"]
     nf = U32.in_dll(lib, "kiln_meta_nframes").value

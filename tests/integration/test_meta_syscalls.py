@@ -14,9 +14,9 @@ def objdump_syscalls(binary):
         if m:
             func = m.group(1)
             continue
-        m = re.match(r"^\s*([0-9a-f]+):\s+syscall\s*$", line)
+        m = re.match(r"^\s*([0-9a-f]+):\s+(syscall|sysenter|int\s+\$0x80)\s*$", line)
         if m:
-            sites[int(m.group(1), 16)] = func
+            sites[int(m.group(1), 16)] = (func, "int80" if m.group(2).startswith("int") else m.group(2))
     return sites
 
 
@@ -36,8 +36,11 @@ def test_matches_objdump_on_static_binary(kiln_bin, tmp_path):
         f = line.split()
         if len(f) == 3:
             addr_of.setdefault(f[2], int(f[0], 16))
-    for a, fn in ref.items():
+    for a, (fn, insn) in ref.items():
         assert addr_of.get(got[a]["function"]) == addr_of[fn], (hex(a), got[a], fn)
         assert got[a]["offset"] == a - addr_of[fn]
+        assert got[a]["insn"] == insn
     raw = [s for s in doc["syscalls"] if s["function"] == "raw_getpid"]
     assert len(raw) == 1
+    assert sorted(s["insn"] for s in doc["syscalls"] if s["function"] == "other_entries") == \
+        ["int80", "sysenter"]

@@ -1,5 +1,5 @@
 /* `syscalls`: addresses of `syscall` instructions in executable sections,
- * with the enclosing function.
+ * (and int $0x80, sysenter) with the enclosing function.
  *
  * Candidates are found by searching for the opcode bytes (0f 05), then
  * confirmed by disassembling (capstone) from the nearest preceding symbol, the
@@ -12,11 +12,28 @@
 
 #include "meta/tools/tool.h"
 
+/* The instructions that enter the kernel, by their encoding. */
+static const struct entry {
+	const char *bytes, *name;
+	unsigned int id;
+} entries[] = {
+	{ "\x0f\x05", "syscall", X86_INS_SYSCALL },
+	{ "\xcd\x80", "int80", X86_INS_INT },   /* int $0x80: the 32-bit ABI */
+	{ "\x0f\x34", "sysenter", X86_INS_SYSENTER },
+};
+
 struct site {
 	uint64_t addr;
 	const char *function;
 	uint64_t offset;
+	const char *insn;
 };
+
+static int cmp_site(const void *a, const void *b)
+{
+	const struct site *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
 
 /* Index of the last symbol at or below ADDR inside section S, or -1. */
 static long preceding_symbol(const struct meta_model *m, const struct meta_section *s, uint64_t addr)
@@ -86,14 +103,14 @@ static const char *function_at(const struct meta_model *m, const struct meta_sec
 	return NULL;
 }
 
-/* Scans section S; appends confirmed sites to *v. */
-static int scan_section(const struct meta_model *m, const struct meta_section *s, csh cs,
-			cs_insn *insn, struct site **v, size_t *n, size_t *cap)
+/* Scans section S for entry E; appends confirmed sites to *v. */
+static int scan_section(const struct meta_model *m, const struct meta_section *s, const struct entry *e,
+			csh cs, cs_insn *insn, struct site **v, size_t *n, size_t *cap)
 {
 	const unsigned char *p = s->data, *end = s->data + s->size;
 	uint64_t decoded_to = 0, run_start = UINT64_MAX; /* decoding state for the current run */
 	while (p + 1 < end) {
-		const unsigned char *hit = memmem(p, (size_t)(end - p), "\x0f\x05", 2);
+		const unsigned char *hit = memmem(p, (size_t)(end - p), e->bytes, 2);
 		if (!hit)
 			break;
 		uint64_t addr = s->addr + (uint64_t)(hit - s->data);
@@ -122,10 +139,10 @@ static int scan_section(const struct meta_model *m, const struct meta_section *s
 		const uint8_t *c2 = code;
 		size_t s2 = size;
 		uint64_t pc2 = pc;
-		if (!cs_disasm_iter(cs, &c2, &s2, &pc2, insn) || insn->id != X86_INS_SYSCALL)
+		if (!cs_disasm_iter(cs, &c2, &s2, &pc2, insn) || insn->id != e->id || insn->size != 2)
 			continue;
 		uint64_t fstart;
-		struct site site = { addr, function_at(m, s, addr, &fstart), 0 };
+		struct site site = { addr, function_at(m, s, addr, &fstart), 0, e->name };
 		site.offset = addr - fstart;
 		if (META_PUSH(*v, *n, *cap, site))
 			return -1;
@@ -150,8 +167,11 @@ int meta_tool_syscalls(struct meta_model *m, FILE *out, enum meta_format fmt, st
 	size_t n = 0, cap = 0;
 	int rc = insn ? 0 : -1;
 	for (size_t i = 0; i < m->nsections && !rc; i++)
-		if (m->sections[i].exec && m->sections[i].data)
-			rc = scan_section(m, &m->sections[i], cs, insn, &v, &n, &cap);
+		for (size_t k = 0; k < sizeof entries / sizeof entries[0] && !rc; k++)
+			if (m->sections[i].exec && m->sections[i].data)
+				rc = scan_section(m, &m->sections[i], &entries[k], cs, insn, &v, &n, &cap);
+	if (n)
+		qsort(v, n, sizeof *v, cmp_site);
 	if (insn)
 		cs_free(insn, 1);
 	cs_close(&cs);
@@ -162,10 +182,10 @@ int meta_tool_syscalls(struct meta_model *m, FILE *out, enum meta_format fmt, st
 	}
 	switch (fmt) {
 	case META_FMT_TEXT:
-		fprintf(out, "# kiln meta syscalls %s: %zu syscall instructions\n", m->path, n);
+		fprintf(out, "# kiln meta syscalls %s: %zu system call instructions\n", m->path, n);
 		for (size_t i = 0; i < n; i++)
-			fprintf(out, "0x%016" PRIx64 " %s+0x%" PRIx64 "\n", v[i].addr,
-				v[i].function ? v[i].function : "?", v[i].offset);
+			fprintf(out, "0x%016" PRIx64 " %s+0x%" PRIx64 " %s\n", v[i].addr,
+				v[i].function ? v[i].function : "?", v[i].offset, v[i].insn);
 		break;
 	case META_FMT_JSON:
 		fputs("{\"tool\":\"syscalls\",\"binary\":", out);
@@ -174,21 +194,23 @@ int meta_tool_syscalls(struct meta_model *m, FILE *out, enum meta_format fmt, st
 		for (size_t i = 0; i < n; i++) {
 			fprintf(out, "{\"addr\":%" PRIu64 ",\"function\":", v[i].addr);
 			meta_put_json_str(out, v[i].function);
-			fprintf(out, ",\"offset\":%" PRIu64 "}%s\n", v[i].offset, i + 1 < n ? "," : "");
+			fprintf(out, ",\"offset\":%" PRIu64 ",\"insn\":\"%s\"}%s\n", v[i].offset, v[i].insn,
+				i + 1 < n ? "," : "");
 		}
 		fputs("]}\n", out);
 		break;
 	case META_FMT_C:
 		fputs("/* kiln meta syscalls: generated; layout in docs/meta-formats.md */\n"
 		      "#include <stdint.h>\n\n"
-		      "struct kiln_meta_syscall {\n\tuint64_t addr;\n\tconst char *function;\n\tuint64_t offset;\n};\n\n"
+		      "struct kiln_meta_syscall {\n\tuint64_t addr;\n\tconst char *function;\n\tuint64_t offset;\n"
+		      "\tconst char *insn; /* \"syscall\", \"int80\" or \"sysenter\" */\n};\n\n"
 		      "const struct kiln_meta_syscall kiln_meta_syscalls[] = {\n", out);
 		for (size_t i = 0; i < n; i++) {
 			fprintf(out, "\t{ 0x%" PRIx64 "u, ", v[i].addr);
 			meta_put_c_str(out, v[i].function);
-			fprintf(out, ", %" PRIu64 "u },\n", v[i].offset);
+			fprintf(out, ", %" PRIu64 "u, \"%s\" },\n", v[i].offset, v[i].insn);
 		}
-		fprintf(out, "\t{ 0, 0, 0 }\n};\n\nconst uint32_t kiln_meta_nsyscalls = %zuu;\n", n);
+		fprintf(out, "\t{ 0, 0, 0, 0 }\n};\n\nconst uint32_t kiln_meta_nsyscalls = %zuu;\n", n);
 		break;
 	}
 	free(v);
