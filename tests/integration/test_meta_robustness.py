@@ -1,6 +1,7 @@
 """Bad input: clear messages naming the file, non-zero exit when the file
 cannot be processed, and never a crash, over a corpus of truncated and
 bit-flipped binaries."""
+import json
 import random
 
 import pytest
@@ -86,6 +87,8 @@ def test_corrupt_corpus_never_crashes(kiln_bin, tmp_path, sample):
         assert not leftovers, f"{name}: half-written files left: {leftovers}"
         if r.returncode == 0:
             processed += 1
+            for doc in out.glob("*.json"):  # still strict UTF-8 JSON
+                json.loads(doc.read_bytes().decode("utf-8"))
         else:
             assert str(path) in r.stderr, f"{name}: message does not name the file: {r.stderr}"
         path.unlink()

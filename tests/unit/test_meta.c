@@ -150,6 +150,25 @@ static void identity_of_the_file(void **state)
 	meta_model_free(m);
 }
 
+static void json_strings_are_always_valid(void **state)
+{
+	(void)state;
+	const char *in[] = { "plain", "caf\xc3\xa9", "a\xff" "b", "cut\xe2\x82", "sur\xed\xa0\x80",
+			     "q\"b\\s\n", "\xf0\x9f\x98\x80" };
+	const char *want[] = { "\"plain\"", "\"caf\xc3\xa9\"", "\"a\\u00ffb\"", "\"cut\\u00e2\\u0082\"",
+			       "\"sur\\u00ed\\u00a0\\u0080\"", "\"q\\\"b\\\\s\\u000a\"",
+			       "\"\xf0\x9f\x98\x80\"" };
+	for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) {
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *out = open_memstream(&buf, &len);
+		meta_put_json_str(out, in[i]);
+		fclose(out);
+		assert_string_equal(buf, want[i]);
+		free(buf);
+	}
+}
+
 static void u64map_put_get(void **state)
 {
 	(void)state;
@@ -187,6 +206,7 @@ int main(void)
 		cmocka_unit_test(own_binary_matches_compiler),
 		cmocka_unit_test(compile_units_are_listed),
 		cmocka_unit_test(identity_of_the_file),
+		cmocka_unit_test(json_strings_are_always_valid),
 		cmocka_unit_test(u64map_put_get),
 		cmocka_unit_test(tool_writes_to_stream),
 	};
