@@ -52,6 +52,13 @@ class Types:
                         return hit
         return None
 
+    def member_size(self, agg, path):
+        """Byte size of the type of member PATH of AGG."""
+        parts = path.split(".")
+        for part in parts[:-1]:
+            agg = self.strip(self._member_type(agg, part))
+        return self.strip(self._member_type(agg, parts[-1])).get("size")
+
     def path(self, agg, path):
         base, size = 0, 0
         parts = path.split(".")

@@ -55,7 +55,13 @@ def test_sizes_offsets_bitfields_match_the_compiler(kiln_bin, tmp_path, dwarf, c
         assert t["size"] == sizes[name], f"sizeof(struct {name})"
         for path, is_bitfield in fields:
             bit, width = types.path(t, path)
-            if is_bitfield:
+            if is_bitfield and width == 0:
+                # a bitfield as wide as its type is laid out, and described,
+                # as a plain member
+                want_bit, want_width = bits[(name, path)]
+                assert bit == want_bit and types.member_size(t, path) * 8 == want_width, \
+                    f"{name}.{path} full-width bitfield"
+            elif is_bitfield:
                 assert (bit, width) == bits[(name, path)], f"{name}.{path} bits"
             else:
                 assert bit % 8 == 0 and bit // 8 == offs[(name, path)], f"offsetof({name}, {path})"

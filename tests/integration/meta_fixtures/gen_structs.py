@@ -22,7 +22,7 @@ class Gen:
 
     def member(self, fields, prefix, ctx_unique, depth):
         r = self.r
-        k = r.randrange(12)
+        k = r.randrange(15)
         name = f"m{ctx_unique[0]}"
         ctx_unique[0] += 1
         if k <= 3:
@@ -63,6 +63,21 @@ class Gen:
             self.enums += 1
             return f"enum {{ E{self.enums}a = {r.randint(-5, 5)}, " \
                    f"E{self.enums}b = {r.randint(6, 1 << 20)} }} {name};"
+        if k == 12:
+            fields.append((prefix + name, False))
+            return r.choice([f"const int {name};", f"volatile short {name};", f"_Atomic long {name};",
+                             f"long double {name};", f"__int128 {name};", f"_Bool {name};",
+                             f"void (*{name})(int, char *);", f"const char *const {name};"])
+        if k == 13:
+            t, maxw = r.choice([("_Bool", 1), ("unsigned char", 8), ("signed char", 7), ("long", 40)])
+            fields.append((prefix + name, True))
+            return f"{t} {name} : {r.randint(1, maxw)};"
+        if k == 14 and self.structs:
+            # clang pads _Atomic struct members to a power of two and
+            # describes them as wide bitfields reaching past the struct
+            other = r.choice(self.structs)[0]
+            fields.append((prefix + name, False))
+            return f"_Atomic struct {other} {name};"
         fields.append((prefix + name, False))
         return f"double {name} __attribute__((aligned(16)));"
 
