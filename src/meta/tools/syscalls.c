@@ -103,18 +103,45 @@ static const char *function_at(const struct meta_model *m, const struct meta_sec
 	return NULL;
 }
 
-/* Scans section S for entry E; appends confirmed sites to *v. */
-static int scan_section(const struct meta_model *m, const struct meta_section *s, const struct entry *e,
-			csh cs, cs_insn *insn, struct site **v, size_t *n, size_t *cap)
+struct candidate {
+	uint64_t addr;
+	const struct entry *e;
+};
+
+static int cmp_candidate(const void *a, const void *b)
 {
-	const unsigned char *p = s->data, *end = s->data + s->size;
+	const struct candidate *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* Scans section S: candidates of every entry, in address order, then one
+ * disassembly sweep that confirms them. Appends confirmed sites to *v. */
+static int scan_section(const struct meta_model *m, const struct meta_section *s, csh cs, cs_insn *insn,
+			struct site **v, size_t *n, size_t *cap)
+{
+	const unsigned char *end = s->data + s->size;
+	struct candidate *cands = NULL;
+	size_t ncands = 0, capc = 0;
+	for (size_t k = 0; k < sizeof entries / sizeof entries[0]; k++) {
+		for (const unsigned char *p = s->data; p + 1 < end;) {
+			const unsigned char *hit = memmem(p, (size_t)(end - p), entries[k].bytes, 2);
+			if (!hit)
+				break;
+			struct candidate c = { s->addr + (uint64_t)(hit - s->data), &entries[k] };
+			if (META_PUSH(cands, ncands, capc, c)) {
+				free(cands);
+				return -1;
+			}
+			p = hit + 1;
+		}
+	}
+	if (ncands)
+		qsort(cands, ncands, sizeof *cands, cmp_candidate);
 	uint64_t decoded_to = 0, run_start = UINT64_MAX; /* decoding state for the current run */
-	while (p + 1 < end) {
-		const unsigned char *hit = memmem(p, (size_t)(end - p), e->bytes, 2);
-		if (!hit)
-			break;
-		uint64_t addr = s->addr + (uint64_t)(hit - s->data);
-		p = hit + 1;
+	int rc = 0;
+	for (size_t i = 0; i < ncands && !rc; i++) {
+		uint64_t addr = cands[i].addr;
+		const struct entry *e = cands[i].e;
 		if (in_data(m, s, addr))
 			continue;
 		uint64_t from = sync_point(m, s, addr);
@@ -144,10 +171,10 @@ static int scan_section(const struct meta_model *m, const struct meta_section *s
 		uint64_t fstart;
 		struct site site = { addr, function_at(m, s, addr, &fstart), 0, e->name };
 		site.offset = addr - fstart;
-		if (META_PUSH(*v, *n, *cap, site))
-			return -1;
+		rc = META_PUSH(*v, *n, *cap, site);
 	}
-	return 0;
+	free(cands);
+	return rc;
 }
 
 int meta_tool_syscalls(struct meta_model *m, FILE *out, enum meta_format fmt, struct meta_err *err)
@@ -167,11 +194,10 @@ int meta_tool_syscalls(struct meta_model *m, FILE *out, enum meta_format fmt, st
 	size_t n = 0, cap = 0;
 	int rc = insn ? 0 : -1;
 	for (size_t i = 0; i < m->nsections && !rc; i++)
-		for (size_t k = 0; k < sizeof entries / sizeof entries[0] && !rc; k++)
-			if (m->sections[i].exec && m->sections[i].data)
-				rc = scan_section(m, &m->sections[i], &entries[k], cs, insn, &v, &n, &cap);
+		if (m->sections[i].exec && m->sections[i].data)
+			rc = scan_section(m, &m->sections[i], cs, insn, &v, &n, &cap);
 	if (n)
-		qsort(v, n, sizeof *v, cmp_site);
+		qsort(v, n, sizeof *v, cmp_site); /* sections need not be in address order */
 	if (insn)
 		cs_free(insn, 1);
 	cs_close(&cs);
