@@ -183,14 +183,17 @@ static int describe(struct frame_state *s, const struct meta_function *f, uint64
 	} else if (a >= DW_OP_breg0 && a <= DW_OP_breg31) {
 		return breg_loc(s, f, lo, hi, a - DW_OP_breg0, (int64_t)ops[0].number);
 	} else if (a == DW_OP_fbreg) {
-		int reg;
-		int64_t off;
-		int fb = frame_base(s->m, f, &reg, &off);
-		if (fb == 0) {
+		if (!s->fb_known) { /* once per function */
+			s->fb_reg = 0;
+			s->fb_off = 0;
+			s->fb_kind = frame_base(s->m, f, &s->fb_reg, &s->fb_off);
+			s->fb_known = 1;
+		}
+		if (s->fb_kind == 0) {
 			l.kind = LOC_CFA;
 			l.offset = (int64_t)ops[0].number;
-		} else if (fb == 1) {
-			return breg_loc(s, f, lo, hi, reg, off + (int64_t)ops[0].number);
+		} else if (s->fb_kind == 1) {
+			return breg_loc(s, f, lo, hi, s->fb_reg, s->fb_off + (int64_t)ops[0].number);
 		}
 	}
 	return add_loc(s, l);
@@ -314,6 +317,7 @@ void meta_frame_reset(struct frame_state *s)
 {
 	s->rows_done = 0;
 	s->nrows = 0;
+	s->fb_known = 0;
 }
 
 void meta_frame_state_free(struct frame_state *s)
