@@ -29,9 +29,10 @@ struct meta_job {
 	struct meta_err err;
 };
 
-/* Runs N jobs over M, each on its own thread when PARALLEL (the model is
- * read-only; the one tool that calls into libdw takes the model's lock), else
- * one after the other. Returns 0 when all succeeded. */
+/* Runs N jobs over M: when PARALLEL on up to one thread per CPU, each taking
+ * the next job (put the longest first), else one after the other. The model
+ * is read-only; the one tool that calls into libdw takes the model's lock.
+ * Returns 0 when all succeeded. */
 int meta_run_jobs(struct meta_model *m, struct meta_job *jobs, size_t n, int parallel);
 
 extern const struct meta_tool meta_tools[];
