@@ -195,12 +195,6 @@ static inline uint64_t meta_type_id(const struct meta_model *m, uint32_t t)
 	return t == META_NONE ? 0 : m->classes[m->classes[m->types[t].cls].target].id;
 }
 
-/* Class of a type index, or NULL for void (META_NONE). */
-static inline const struct meta_class *meta_class_of(const struct meta_model *m, uint32_t type)
-{
-	return type == META_NONE ? NULL : &m->classes[m->types[type].cls];
-}
-
 const char *meta_kind_name(enum meta_kind k);
 
 /* Index of the symbol covering ADDR (FUNC symbols preferred), or -1. */

@@ -1,4 +1,6 @@
 /* Output helpers: string quoting for JSON and C, readable type labels. */
+#include <string.h>
+
 #include "meta/tools/obuf.h"
 #include "meta/tools/tool.h"
 
@@ -89,83 +91,6 @@ void meta_put_c_str(FILE *out, const char *s)
 	putc('"', out);
 }
 
-static void label(FILE *out, const struct meta_model *m, uint32_t t, int depth)
-{
-	for (; depth < 8; depth++) {
-		if (t == META_NONE) {
-			fputs("void", out);
-			return;
-		}
-		const struct meta_type *ty = &m->types[t];
-		switch (ty->kind) {
-		case META_STRUCT: case META_UNION: case META_CLASS: case META_ENUM:
-			fputs_unlocked(meta_kind_name(ty->kind), out);
-			putc_unlocked(' ', out);
-			fputs_unlocked(ty->name ? ty->name : "<anon>", out);
-			return;
-		case META_POINTER:
-			label(out, m, ty->ref, depth + 1);
-			fputs(" *", out);
-			return;
-		case META_CONST: case META_VOLATILE: case META_RESTRICT: case META_ATOMIC:
-			fprintf(out, "%s ", meta_kind_name(ty->kind));
-			t = ty->ref;
-			continue;
-		case META_ARRAY:
-			label(out, m, ty->ref, depth + 1);
-			for (uint32_t k = 0; k < ty->nmembers; k++)
-				fprintf(out, "[%llu]", (unsigned long long)m->members[ty->first + k].value);
-			return;
-		case META_FUNCTION:
-			fputs("function", out);
-			return;
-		default:
-			fputs(ty->name ? ty->name : meta_kind_name(ty->kind), out);
-			return;
-		}
-	}
-	fputs("...", out);
-}
-
-void meta_put_type_label(FILE *out, const struct meta_model *m, uint32_t t)
-{
-	label(out, m, t, 0);
-}
-
-/* Number formatting without printf: the tools print millions of numbers. */
-void meta_put_u64(FILE *out, uint64_t v)
-{
-	char buf[24], *p = buf + sizeof buf;
-	do
-		*--p = (char)('0' + v % 10);
-	while (v /= 10);
-	fwrite_unlocked(p, 1, (size_t)(buf + sizeof buf - p), out);
-}
-
-void meta_put_i64(FILE *out, int64_t v, int plus)
-{
-	if (v < 0) {
-		putc_unlocked('-', out);
-		meta_put_u64(out, (uint64_t)0 - (uint64_t)v);
-		return;
-	}
-	if (plus)
-		putc_unlocked('+', out);
-	meta_put_u64(out, (uint64_t)v);
-}
-
-void meta_put_hex(FILE *out, uint64_t v, int width)
-{
-	static const char digits[] = "0123456789abcdef";
-	char buf[16], *p = buf + sizeof buf;
-	do
-		*--p = digits[v & 15];
-	while ((v >>= 4) && p > buf);
-	while (buf + sizeof buf - p < width && p > buf)
-		*--p = '0';
-	fwrite_unlocked(p, 1, (size_t)(buf + sizeof buf - p), out);
-}
-
 void meta_obuf_json_str(struct meta_obuf *o, const char *s)
 {
 	if (s)
@@ -174,49 +99,63 @@ void meta_obuf_json_str(struct meta_obuf *o, const char *s)
 		meta_obuf_mem(o, "null", 4);
 }
 
-static void obuf_label(struct meta_obuf *o, const struct meta_model *m, uint32_t t, int depth)
+typedef void (*put_fn)(void *, const char *, size_t);
+
+static void put_str(put_fn put, void *ctx, const char *s)
+{
+	put(ctx, s, strlen(s));
+}
+
+/* A short readable name for type T, through PUT. */
+static void label(put_fn put, void *ctx, const struct meta_model *m, uint32_t t, int depth)
 {
 	for (; depth < 8; depth++) {
 		if (t == META_NONE) {
-			meta_obuf_mem(o, "void", 4);
+			put_str(put, ctx, "void");
 			return;
 		}
 		const struct meta_type *ty = &m->types[t];
 		switch (ty->kind) {
 		case META_STRUCT: case META_UNION: case META_CLASS: case META_ENUM:
-			meta_obuf_str(o, meta_kind_name(ty->kind));
-			meta_obuf_chr(o, ' ');
-			meta_obuf_str(o, ty->name ? ty->name : "<anon>");
+			put_str(put, ctx, meta_kind_name(ty->kind));
+			put(ctx, " ", 1);
+			put_str(put, ctx, ty->name ? ty->name : "<anon>");
 			return;
 		case META_POINTER:
-			obuf_label(o, m, ty->ref, depth + 1);
-			meta_obuf_mem(o, " *", 2);
+			label(put, ctx, m, ty->ref, depth + 1);
+			put(ctx, " *", 2);
 			return;
 		case META_CONST: case META_VOLATILE: case META_RESTRICT: case META_ATOMIC:
-			meta_obuf_str(o, meta_kind_name(ty->kind));
-			meta_obuf_chr(o, ' ');
+			put_str(put, ctx, meta_kind_name(ty->kind));
+			put(ctx, " ", 1);
 			t = ty->ref;
 			continue;
 		case META_ARRAY:
-			obuf_label(o, m, ty->ref, depth + 1);
+			label(put, ctx, m, ty->ref, depth + 1);
 			for (uint32_t k = 0; k < ty->nmembers; k++) {
-				meta_obuf_chr(o, '[');
-				meta_obuf_u64(o, m->members[ty->first + k].value);
-				meta_obuf_chr(o, ']');
+				char dim[32];
+				int n = snprintf(dim, sizeof dim, "[%llu]",
+						 (unsigned long long)m->members[ty->first + k].value);
+				put(ctx, dim, (size_t)n);
 			}
 			return;
 		case META_FUNCTION:
-			meta_obuf_str(o, "function");
+			put_str(put, ctx, "function");
 			return;
 		default:
-			meta_obuf_str(o, ty->name ? ty->name : meta_kind_name(ty->kind));
+			put_str(put, ctx, ty->name ? ty->name : meta_kind_name(ty->kind));
 			return;
 		}
 	}
-	meta_obuf_mem(o, "...", 3);
+	put(ctx, "...", 3);
+}
+
+void meta_put_type_label(FILE *out, const struct meta_model *m, uint32_t t)
+{
+	label(put_file, out, m, t, 0);
 }
 
 void meta_obuf_type_label(struct meta_obuf *o, const struct meta_model *m, uint32_t t)
 {
-	obuf_label(o, m, t, 0);
+	label(put_obuf, o, m, t, 0);
 }

@@ -51,13 +51,6 @@ void meta_put_json_str(FILE *out, const char *s);   /* "..." or null */
 void meta_put_c_str(FILE *out, const char *s);      /* "..." or 0 */
 /* A short readable name for type T ("struct foo", "int", "char *"). */
 void meta_put_type_label(FILE *out, const struct meta_model *m, uint32_t t);
-void meta_put_u64(FILE *out, uint64_t v);
-void meta_put_i64(FILE *out, int64_t v, int plus); /* PLUS: "+5" for positive */
-void meta_put_hex(FILE *out, uint64_t v, int width); /* zero-padded to WIDTH, no 0x */
-static inline void meta_puts(FILE *out, const char *s)
-{
-	fputs_unlocked(s, out);
-}
 struct meta_obuf;
 void meta_obuf_json_str(struct meta_obuf *o, const char *s);
 void meta_obuf_type_label(struct meta_obuf *o, const struct meta_model *m, uint32_t t);
