@@ -16,7 +16,7 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 SAN     ?=
 
-PKGS := sqlite3 libdw libelf
+PKGS := sqlite3 libdw libelf capstone
 
 ifeq ($(SAN),)
 BUILD := build

@@ -1,0 +1,30 @@
+/* `kiln meta` as a library function, so that the same command line can run
+ * in the `kiln` process or, forwarded, in a server that keeps models warm:
+ * no global state (its own argument parser, not getopt), output and messages
+ * to the given streams, relative paths against a given directory fd, and the
+ * model obtained through an optional hook (a cache). */
+#ifndef KILN_META_CLI_H
+#define KILN_META_CLI_H
+
+#include <stdio.h>
+
+#include "meta/model.h"
+
+struct meta_cli_env {
+	FILE *out;   /* tool output when not written to files */
+	FILE *err;   /* messages */
+	int dirfd;   /* relative paths (BINARY, -o, --out-dir) resolve here; AT_FDCWD */
+	/* Optional model cache: get returns a model for PATH (0) or fails with
+	 * err set (-1); put hands it back when the command is done. When NULL,
+	 * the model is built and freed by the command. */
+	int (*get_model)(void *ctx, const char *path, const struct meta_options *opts,
+			 struct meta_model **out, struct meta_err *err);
+	void (*put_model)(void *ctx, struct meta_model *m);
+	void *ctx;
+};
+
+/* Runs `kiln meta ARGS...` (argv[0] is "meta"). Returns the exit status:
+ * 0 success, 1 a file could not be processed or written, 2 usage. */
+int meta_cli_main(int argc, char **argv, const struct meta_cli_env *env);
+
+#endif

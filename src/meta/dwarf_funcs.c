@@ -1,0 +1,164 @@
+/* Functions and variables from the walk: PC ranges, locals and formals with
+ * their location attributes (kept for the frames tool), and variables at a
+ * fixed address (for extrasyms). */
+#include <stdlib.h>
+
+#include "meta/dwarf_walk.h"
+#include "meta/expr.h"
+
+int meta_push_ranges(struct meta_builder *b, Dwarf_Die *die, const struct attrs *t,
+		     uint32_t *first, uint32_t *count, uint64_t *low, uint64_t *high)
+{
+	struct meta_model *m = b->m;
+	*first = (uint32_t)m->nranges;
+	*count = 0;
+	*low = UINT64_MAX;
+	*high = 0;
+	if (t->has_low && t->has_high && !t->has_ranges) {
+		struct meta_range r = { t->low_pc, t->high_is_size ? t->low_pc + t->high_pc : t->high_pc };
+		if (r.hi <= r.lo)
+			return 0;
+		if (META_PUSH(m->ranges, m->nranges, b->cap_ranges, r))
+			return meta_walk_oom(b);
+		*count = 1;
+		*low = r.lo;
+		*high = r.hi;
+		return 1;
+	}
+	if (!t->has_ranges && !t->has_low)
+		return 0;
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t off = 0;
+	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
+		if (hi <= lo)
+			continue;
+		struct meta_range r = { lo, hi };
+		if (META_PUSH(m->ranges, m->nranges, b->cap_ranges, r))
+			return meta_walk_oom(b);
+		(*count)++;
+		if (lo < *low)
+			*low = lo;
+		if (hi > *high)
+			*high = hi;
+	}
+	return (int)*count;
+}
+
+static int add_global(struct meta_builder *b, const struct attrs *t, uint64_t addr)
+{
+	struct meta_model *m = b->m;
+	struct meta_global g = { .name = t->name, .addr = addr, .type = META_NONE,
+				 .external = t->external };
+	size_t cap = b->cap_globals;
+	if (META_PUSH(m->globals, m->nglobals, b->cap_globals, g))
+		return meta_walk_oom(b);
+	if (cap != b->cap_globals || !b->global_ref_off) {
+		uint64_t *r = realloc(b->global_ref_off, b->cap_globals * sizeof *r);
+		if (!r)
+			return meta_walk_oom(b);
+		b->global_ref_off = r;
+	}
+	b->global_ref_off[m->nglobals - 1] = t->has_type ? meta_ref_key(b, (Dwarf_Attribute *)&t->type) : 0;
+	return 0;
+}
+
+/* A single DW_OP_addr location: a variable at a fixed address. */
+static int static_address(const struct meta_model *m, Dwarf_Attribute *loc, uint64_t *addr)
+{
+	unsigned int form = dwarf_whatform(loc);
+	if (form != DW_FORM_exprloc && form != DW_FORM_block1 && form != DW_FORM_block2 &&
+	    form != DW_FORM_block4 && form != DW_FORM_block)
+		return 0; /* a location list: not at one fixed address */
+	struct meta_op op;
+	if (m->addr_size && meta_expr_simple(loc, m->addr_size, &op)) {
+		if (op.atom != DW_OP_addr)
+			return 0;
+		*addr = op.addr;
+		return 1;
+	}
+	/* DW_OP_addrx (clang's DWARF 5): an index into .debug_addr, which libdw
+	 * resolves; other expressions are not a fixed address. */
+	Dwarf_Block blk;
+	if (m->addr_size && (dwarf_formblock(loc, &blk) != 0 || blk.length == 0 ||
+			     (blk.data[0] != DW_OP_addrx && blk.data[0] != DW_OP_GNU_addr_index)))
+		return 0;
+	Dwarf_Op *ops;
+	size_t n;
+	if (dwarf_getlocation(loc, &ops, &n) != 0 || n != 1)
+		return 0;
+	if (ops[0].atom == DW_OP_addr) {
+		*addr = ops[0].number;
+		return 1;
+	}
+	Dwarf_Attribute res;
+	if ((ops[0].atom == DW_OP_addrx || ops[0].atom == DW_OP_GNU_addr_index) &&
+	    dwarf_getlocation_attr(loc, ops, &res) == 0 && dwarf_formaddr(&res, addr) == 0)
+		return 1;
+	return 0;
+}
+
+int meta_add_var(struct meta_builder *b, Dwarf_Die *die, int tag, struct attrs *t,
+		   struct walk_ctx ctx)
+{
+	(void)die;
+	struct meta_model *m = b->m;
+	if (t->declaration && !t->has_location)
+		return 0;
+	meta_inherit(t);
+	uint64_t addr = 0;
+	int is_static = t->has_location && static_address(m, &t->location, &addr);
+	if (is_static && t->name && add_global(b, t, addr))
+		return -1;
+	if (ctx.function == META_NONE)
+		return 0;
+	struct meta_var v = {
+		.name = t->name, .type = META_NONE,
+		.scope_first = ctx.scope_first, .scope_count = ctx.scope_count,
+		.kind = tag == DW_TAG_formal_parameter ? META_VAR_FORMAL : META_VAR_LOCAL,
+		.has_location = t->has_location, .is_static = (uint8_t)is_static,
+		.static_addr = addr,
+	};
+	if (t->has_location)
+		v.location = t->location;
+	size_t cap = b->cap_vars;
+	if (META_PUSH(m->vars, m->nvars, b->cap_vars, v))
+		return meta_walk_oom(b);
+	if (cap != b->cap_vars || !b->var_ref_off) {
+		uint64_t *r = realloc(b->var_ref_off, b->cap_vars * sizeof *r);
+		if (!r)
+			return meta_walk_oom(b);
+		b->var_ref_off = r;
+	}
+	b->var_ref_off[m->nvars - 1] = t->has_type ? meta_ref_key(b, &t->type) : 0;
+	m->functions[ctx.function].var_count++;
+	return 0;
+}
+
+int meta_add_function(struct meta_builder *b, Dwarf_Die *die, struct attrs *t, struct walk_ctx ctx)
+{
+	struct meta_model *m = b->m;
+	meta_inherit(t);
+	struct meta_function f = { .name = t->name, .external = t->external,
+				   .has_frame_base = t->has_frame_base, .frame_base = t->frame_base };
+	if (meta_push_ranges(b, die, t, &f.range_first, &f.range_count, &f.low, &f.high) < 0)
+		return -1;
+	struct walk_ctx inner = { .function = META_NONE, .depth = ctx.depth + 1 };
+	if (f.range_count) {
+		f.var_first = (uint32_t)m->nvars;
+		inner.function = (uint32_t)m->nfunctions;
+		inner.scope_first = f.range_first;
+		inner.scope_count = f.range_count;
+		if (META_PUSH(m->functions, m->nfunctions, b->cap_functions, f))
+			return meta_walk_oom(b);
+	}
+	if (!dwarf_haschildren(die))
+		return 0;
+	struct deferred later = { 0 };
+	inner.later = &later;
+	int rc = meta_walk_children(b, die, inner);
+	struct walk_ctx outer = { .function = META_NONE, .depth = ctx.depth };
+	for (size_t i = 0; !rc && i < later.n; i++)
+		rc = meta_walk_die(b, &later.v[i], outer);
+	free(later.v);
+	return rc;
+}

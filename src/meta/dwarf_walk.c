@@ -1,0 +1,167 @@
+/* The single walk over every DIE of every unit: types (with members,
+ * enumerators, parameters, array dimensions), functions with their PC ranges,
+ * their locals and formals, and variables with a fixed address.
+ *
+ * References between DIEs are recorded as DIE offsets and resolved to model
+ * indices once the walk is over (meta_resolve_types), because DWARF refers
+ * forward as often as backward. */
+#include <dwarf.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "meta/dwarf_walk.h"
+
+int meta_walk_oom(struct meta_builder *b)
+{
+	if (!b->oom)
+		meta_set_err(b->err, "%s: out of memory while reading DWARF", b->m->path);
+	b->oom = 1;
+	return -1;
+}
+
+int meta_next_sibling(Dwarf_Die *die)
+{
+	Dwarf_Off here = dwarf_dieoffset(die);
+	int rc = dwarf_siblingof(die, die);
+	if (rc == 0 && dwarf_dieoffset(die) <= here)
+		return -1;
+	return rc;
+}
+
+int meta_walk_die(struct meta_builder *b, Dwarf_Die *die, struct walk_ctx ctx)
+{
+	struct meta_model *m = b->m;
+	int tag = dwarf_tag(die);
+	struct attrs t;
+	if (ctx.depth > META_MAX_DEPTH) {
+		meta_warn(m, "%s: DIE 0x%llx: nesting deeper than %d; subtree skipped", m->path,
+			  (unsigned long long)dwarf_dieoffset(die), META_MAX_DEPTH);
+		return 0;
+	}
+	switch (tag) {
+	case DW_TAG_variable:
+	case DW_TAG_formal_parameter:
+		meta_read_attrs(die, &t);
+		return meta_add_var(b, die, tag, &t, ctx);
+	case DW_TAG_subprogram:
+		if (ctx.function != META_NONE && ctx.later) {
+			if (META_PUSH(ctx.later->v, ctx.later->n, ctx.later->cap, *die))
+				return meta_walk_oom(b);
+			return 0;
+		}
+		meta_read_attrs(die, &t);
+		return meta_add_function(b, die, &t, ctx);
+	case DW_TAG_lexical_block:
+	case DW_TAG_inlined_subroutine: {
+		if (!dwarf_haschildren(die))
+			return 0;
+		struct walk_ctx inner = ctx;
+		inner.depth++;
+		if (ctx.function != META_NONE) {
+			meta_read_attrs(die, &t);
+			uint64_t lo, hi;
+			uint32_t first, count;
+			if (meta_push_ranges(b, die, &t, &first, &count, &lo, &hi) < 0)
+				return -1;
+			if (count) {
+				inner.scope_first = first;
+				inner.scope_count = count;
+			}
+		}
+		return meta_walk_children(b, die, inner);
+	}
+	case DW_TAG_namespace:
+	case DW_TAG_module: {
+		struct walk_ctx inner = ctx;
+		inner.depth++;
+		return dwarf_haschildren(die) ? meta_walk_children(b, die, inner) : 0;
+	}
+	case DW_TAG_call_site: case DW_TAG_GNU_call_site: case DW_TAG_label:
+	case DW_TAG_imported_declaration: case DW_TAG_imported_module:
+	case DW_TAG_imported_unit: case DW_TAG_unspecified_parameters:
+	case DW_TAG_template_type_parameter: case DW_TAG_template_value_parameter:
+	case DW_TAG_GNU_template_parameter_pack: case DW_TAG_GNU_formal_parameter_pack:
+	case DW_TAG_dwarf_procedure: case DW_TAG_member: case DW_TAG_enumerator:
+		return 0;
+	default:
+		if (meta_kind_of_tag(tag) >= 0) {
+			meta_read_attrs(die, &t);
+			return meta_add_type(b, die, tag, &t, ctx);
+		}
+		meta_warn(m, "%s: DIE 0x%llx: tag 0x%x not understood; skipped", m->path,
+			  (unsigned long long)dwarf_dieoffset(die), tag);
+		return 0;
+	}
+}
+
+int meta_walk_children(struct meta_builder *b, Dwarf_Die *parent, struct walk_ctx ctx)
+{
+	Dwarf_Die c;
+	int rc = dwarf_child(parent, &c);
+	while (rc == 0) {
+		if (meta_walk_die(b, &c, ctx))
+			return -1;
+		rc = meta_next_sibling(&c);
+	}
+	if (rc < 0)
+		meta_warn(b->m, "%s: DIE 0x%llx: corrupt children list: %s", b->m->path,
+			  (unsigned long long)dwarf_dieoffset(parent), dwarf_errmsg(-1));
+	return 0;
+}
+
+/* Reserves room in proportion to .debug_info (ratios seen in GCC output), so
+ * that the arrays are not copied over and over while they grow. */
+static int reserve(struct meta_builder *b)
+{
+	struct meta_model *m = b->m;
+	uint64_t size = m->debug_info_size;
+	uint64_t file = m->debug_path ? m->debug_file_size : m->size;
+	if (size > file)
+		size = file; /* a corrupt section header: the file bounds what it holds */
+	return meta_grow((void **)&m->types, &b->cap_types, size / 64, sizeof *m->types) ||
+	       meta_grow((void **)&m->members, &b->cap_members, size / 16, sizeof *m->members) ||
+	       meta_grow((void **)&m->vars, &b->cap_vars, size / 96, sizeof *m->vars) ||
+	       meta_grow((void **)&m->functions, &b->cap_functions, size / 512, sizeof *m->functions) ||
+	       meta_grow((void **)&m->ranges, &b->cap_ranges, size / 128, sizeof *m->ranges);
+}
+
+int meta_walk_dwarf(struct meta_builder *b)
+{
+	struct meta_model *m = b->m;
+	if (reserve(b))
+		return meta_walk_oom(b);
+	Dwarf_CU *cu = NULL;
+	Dwarf_Die cudie, subdie;
+	uint8_t unit_type;
+	Dwarf_Half version;
+	int rc;
+	while ((rc = dwarf_get_units(m->dwarf, cu, &cu, &version, &unit_type, &cudie, &subdie)) == 0) {
+		Dwarf_Attribute pa;
+		int lang = dwarf_srclang(&cudie);
+		struct meta_cu u = {
+			.name = dwarf_diename(&cudie),
+			.producer = dwarf_formstring(dwarf_attr(&cudie, DW_AT_producer, &pa)),
+			.version = version, .language = lang > 0 ? (uint16_t)lang : 0,
+			.first_type = (uint32_t)m->ntypes, .first_var = (uint32_t)m->nvars,
+			.first_global = (uint32_t)m->nglobals,
+		};
+		if (META_PUSH(m->cus, m->ncus, b->cap_cus, u))
+			return meta_walk_oom(b);
+		b->cur_cu = cudie.cu;
+		b->cur_in_types = version < 5 && unit_type == DW_UT_type;
+		int tag = dwarf_tag(&cudie);
+		if (tag != DW_TAG_compile_unit && tag != DW_TAG_partial_unit && tag != DW_TAG_type_unit) {
+			meta_warn(m, "%s: unit at 0x%llx has tag 0x%x; skipped", m->path,
+				  (unsigned long long)dwarf_dieoffset(&cudie), tag);
+			continue;
+		}
+		struct walk_ctx ctx = { .function = META_NONE };
+		if (dwarf_haschildren(&cudie) && meta_walk_children(b, &cudie, ctx))
+			return -1;
+	}
+	if (rc < 0) {
+		meta_set_err(b->err, "%s: corrupt DWARF unit headers: %s", m->path, dwarf_errmsg(-1));
+		return -1;
+	}
+	return 0;
+}

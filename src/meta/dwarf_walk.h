@@ -1,0 +1,73 @@
+/* Internal to src/meta: the pieces of the DWARF walk (dwarf_walk.c drives,
+ * dwarf_attrs.c reads a DIE's attributes, dwarf_types.c builds types,
+ * dwarf_funcs.c functions and variables). */
+#ifndef KILN_META_DWARF_WALK_H
+#define KILN_META_DWARF_WALK_H
+
+#include <dwarf.h>
+
+#include "meta/build.h"
+
+/* Deeper DIE nesting than this is corrupt input: skipped with a warning
+ * rather than recursed into (the walk recurses on the C stack). */
+#define META_MAX_DEPTH 512
+
+/* The attributes of one DIE we care about, read in one dwarf_getattrs pass. */
+struct attrs {
+	const char *name;
+	Dwarf_Attribute type, location, frame_base, origin, spec, signature;
+	Dwarf_Word byte_size, bit_size, data_bit_offset, member_loc;
+	Dwarf_Sword bit_offset; /* negative when a packed bitfield spills over */
+	Dwarf_Word upper_bound, count, encoding, const_value;
+	Dwarf_Sword lower_bound;
+	Dwarf_Addr low_pc, high_pc;
+	unsigned has_type : 1, has_location : 1, has_frame_base : 1, has_origin : 1,
+		has_spec : 1, has_signature : 1, has_byte_size : 1, has_bit_size : 1, has_bit_offset : 1,
+		has_data_bit_offset : 1, has_member_loc : 1, has_upper : 1, has_count : 1,
+		has_lower : 1, has_const : 1, has_low : 1, has_high : 1, high_is_size : 1,
+		has_ranges : 1, declaration : 1, external : 1, bad : 1;
+};
+
+void meta_read_attrs(Dwarf_Die *die, struct attrs *t);
+/* A DIE's key: its offset + 1, with META_KEY_DEBUG_TYPES set for DWARF 4
+ * .debug_types units, whose offsets overlap those of .debug_info. */
+#define META_KEY_DEBUG_TYPES ((uint64_t)1 << 62)
+uint64_t meta_die_key(const struct meta_builder *b, Dwarf_Die *d);
+/* Key of the DIE attribute A refers to; 0 when it cannot be read. */
+uint64_t meta_ref_key(const struct meta_builder *b, Dwarf_Attribute *a);
+/* Name, type and external flag inherited through abstract_origin and
+ * specification (two levels: a concrete out-of-line instance of an inline
+ * function points at its abstract instance, which may point at a declaration). */
+void meta_inherit(struct attrs *t);
+
+/* Functions nested in functions are walked after their parent, so that each
+ * function's variables stay contiguous. */
+struct deferred { Dwarf_Die *v; size_t n, cap; };
+
+struct walk_ctx {
+	uint32_t function;          /* META_NONE outside a function */
+	uint32_t scope_first, scope_count;
+	int depth;
+	struct deferred *later;     /* nested functions of the current function */
+};
+
+int meta_walk_oom(struct meta_builder *b);
+/* dwarf_siblingof that refuses to go backwards (a corrupt DW_AT_sibling
+ * would otherwise loop forever): 0 next, 1 no more, -1 error or backwards. */
+int meta_next_sibling(Dwarf_Die *die);
+int meta_walk_die(struct meta_builder *b, Dwarf_Die *die, struct walk_ctx ctx);
+int meta_walk_children(struct meta_builder *b, Dwarf_Die *parent, struct walk_ctx ctx);
+
+/* enum meta_kind of a type tag; META_KIND_COUNT for types of other languages
+ * kept opaque; -1 when TAG is not a type. */
+int meta_kind_of_tag(int tag);
+int meta_add_type(struct meta_builder *b, Dwarf_Die *die, int tag, const struct attrs *t,
+		  struct walk_ctx ctx);
+
+/* Pushes the PC ranges of DIE; returns how many (0 when it has none), -1 on ENOMEM. */
+int meta_push_ranges(struct meta_builder *b, Dwarf_Die *die, const struct attrs *t,
+		     uint32_t *first, uint32_t *count, uint64_t *low, uint64_t *high);
+int meta_add_var(struct meta_builder *b, Dwarf_Die *die, int tag, struct attrs *t, struct walk_ctx ctx);
+int meta_add_function(struct meta_builder *b, Dwarf_Die *die, struct attrs *t, struct walk_ctx ctx);
+
+#endif

@@ -1,0 +1,237 @@
+/* meta_model_open: the one pass that turns a binary into a model. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <elfutils/libdwelf.h>
+
+#include "meta/build.h"
+#include "meta/debugfile.h"
+
+static int open_elf(int dirfd, const char *path, int *fd, Elf **elf, struct stat *stp, struct meta_err *err)
+{
+	*fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0) {
+		meta_set_err(err, "%s: cannot open: %s", path, strerror(errno));
+		return -1;
+	}
+	struct stat st;
+	if (fstat(*fd, &st) != 0) {
+		meta_set_err(err, "%s: cannot stat: %s", path, strerror(errno));
+		return -1;
+	}
+	if (stp)
+		*stp = st;
+	if (!S_ISREG(st.st_mode)) {
+		meta_set_err(err, "%s: not a regular file", path);
+		return -1;
+	}
+	*elf = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+	if (!*elf) {
+		meta_set_err(err, "%s: cannot read as ELF: %s", path, elf_errmsg(-1));
+		return -1;
+	}
+	if (elf_kind(*elf) != ELF_K_ELF) {
+		meta_set_err(err, "%s: not an ELF file", path);
+		return -1;
+	}
+	GElf_Ehdr eh;
+	if (!gelf_getehdr(*elf, &eh)) {
+		meta_set_err(err, "%s: corrupt ELF header: %s", path, elf_errmsg(-1));
+		return -1;
+	}
+	size_t shnum;
+	if (elf_getshdrnum(*elf, &shnum) != 0) {
+		meta_set_err(err, "%s: corrupt section header table: %s", path, elf_errmsg(-1));
+		return -1;
+	}
+	return 0;
+}
+
+/* Size of ELF's own .debug_info (0: no DWARF of its own). */
+static uint64_t debug_info_size(Elf *elf)
+{
+	size_t shstrndx;
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return 0;
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info")))
+			return sh.sh_size ? sh.sh_size : 1;
+	}
+	return 0;
+}
+
+/* Raw bytes of the location-list sections, for the fast reader in expr.c. */
+static void find_loclists(struct meta_model *m, Elf *elf)
+{
+	size_t shstrndx;
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return;
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || (sh.sh_flags & SHF_COMPRESSED))
+			continue;
+		const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
+		int is_loc = name && !strcmp(name, ".debug_loc");
+		if (!is_loc && !(name && !strcmp(name, ".debug_loclists")))
+			continue;
+		Elf_Data *d = elf_rawdata(scn, NULL);
+		if (!d || !d->d_buf)
+			continue;
+		if (is_loc) {
+			m->raw_loc = d->d_buf;
+			m->raw_loc_size = d->d_size;
+		} else {
+			m->raw_loclists = d->d_buf;
+			m->raw_loclists_size = d->d_size;
+		}
+	}
+}
+
+static int open_dwarf(struct meta_model *m, int dirfd, const char *debug_root, struct meta_err *err)
+{
+	Elf *src = m->elf;
+	const char *src_path = m->path;
+	char dpath[4096];
+	if (!debug_info_size(m->elf) && meta_find_debugfile(m->elf, dirfd, m->path, debug_root, dpath, sizeof dpath) == 0) {
+		struct stat dst;
+		if (open_elf(dirfd, dpath, &m->debug_fd, &m->debug_elf, &dst, err))
+			return -1;
+		m->debug_file_size = (uint64_t)dst.st_size;
+		if (!(m->debug_path = strdup(dpath))) {
+			meta_set_err(err, "%s: out of memory", m->path);
+			return -1;
+		}
+		src = m->debug_elf;
+		src_path = m->debug_path;
+	}
+	if ((m->debug_info_size = debug_info_size(src))) {
+		m->dwarf = dwarf_begin_elf(src, DWARF_C_READ, NULL);
+		if (!m->dwarf) {
+			meta_set_err(err, "%s: cannot read DWARF: %s", src_path, dwarf_errmsg(-1));
+			return -1;
+		}
+		find_loclists(m, src);
+	}
+	m->eh_cfi = dwarf_getcfi_elf(m->elf);
+	if (m->dwarf)
+		m->debug_cfi = dwarf_getcfi(m->dwarf);
+	return 0;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int meta_model_open_with(const char *path, const struct meta_options *opts, struct meta_model **out,
+			 struct meta_err *err)
+{
+	*out = NULL;
+	elf_version(EV_CURRENT);
+	struct meta_model *m = calloc(1, sizeof *m);
+	if (!m || !(m->path = strdup(path))) {
+		free(m);
+		meta_set_err(err, "%s: out of memory", path);
+		return -1;
+	}
+	m->debug_fd = -1;
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_mutex_init(&m->warn_lock, NULL);
+	double t0 = now();
+	struct stat st;
+	int dirfd = opts && opts->has_dirfd ? opts->dirfd : AT_FDCWD;
+	if (open_elf(dirfd, path, &m->fd, &m->elf, &st, err) || meta_read_elf(m, err) || open_dwarf(m, dirfd, opts ? opts->debug_root : NULL, err))
+		goto fail;
+	double t1 = now();
+	m->timing.open_s = t1 - t0;
+	m->dev = st.st_dev;
+	m->ino = st.st_ino;
+	m->size = (uint64_t)st.st_size;
+	m->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	const void *id;
+	ssize_t idlen = dwelf_elf_gnu_build_id(m->elf, &id);
+	if (idlen > 0 && (size_t)idlen <= sizeof m->build_id) {
+		memcpy(m->build_id, id, (size_t)idlen);
+		m->build_id_len = (size_t)idlen;
+	}
+	if (m->dwarf) {
+		struct meta_builder b = { .m = m, .err = err };
+		int rc = meta_walk_dwarf(&b);
+		double t2 = now();
+		m->timing.walk_s = t2 - t1;
+		if (!rc)
+			rc = meta_resolve_types(&b);
+		double t3 = now();
+		m->timing.resolve_s = t3 - t2;
+		free(b.type_ref_off);
+		free(b.member_ref_off);
+		free(b.var_ref_off);
+		free(b.global_ref_off);
+		free(b.bitfix);
+		free(b.type_die);
+		free(b.alias_target);
+		meta_u64map_free(&b.aliases);
+		free(b.type_order);
+		if (rc || meta_dedup_types(m, err))
+			goto fail;
+		m->timing.dedup_s = now() - t3;
+	}
+	*out = m;
+	return 0;
+fail:
+	meta_model_free(m);
+	return -1;
+}
+
+void meta_model_free(struct meta_model *m)
+{
+	if (!m)
+		return;
+	if (m->eh_cfi)
+		dwarf_cfi_end(m->eh_cfi);
+	if (m->dwarf)
+		dwarf_end(m->dwarf);
+	if (m->debug_elf)
+		elf_end(m->debug_elf);
+	if (m->elf)
+		elf_end(m->elf);
+	if (m->debug_fd >= 0)
+		close(m->debug_fd);
+	if (m->fd >= 0)
+		close(m->fd);
+	pthread_mutex_destroy(&m->lock);
+	pthread_mutex_destroy(&m->warn_lock);
+	free(m->cus);
+	free(m->types);
+	free(m->members);
+	free(m->classes);
+	free(m->functions);
+	free(m->vars);
+	free(m->ranges);
+	free(m->globals);
+	free(m->symbols);
+	free(m->sections);
+	free(m->path);
+	free(m->debug_path);
+	free(m);
+}
+
+size_t meta_model_bytes(const struct meta_model *m)
+{
+	return sizeof *m + m->ncus * sizeof *m->cus + m->ntypes * sizeof *m->types +
+	       m->nmembers * sizeof *m->members + m->nclasses * sizeof *m->classes +
+	       m->nfunctions * sizeof *m->functions + m->nvars * sizeof *m->vars +
+	       m->nranges * sizeof *m->ranges + m->nglobals * sizeof *m->globals +
+	       m->nsymbols * sizeof *m->symbols + m->nsections * sizeof *m->sections;
+}

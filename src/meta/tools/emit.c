@@ -1,0 +1,161 @@
+/* Output helpers: string quoting for JSON and C, readable type labels. */
+#include <string.h>
+
+#include "meta/tools/obuf.h"
+#include "meta/tools/tool.h"
+
+/* Length of the well-formed UTF-8 sequence at P (1-4), or 0. */
+static size_t utf8_len(const unsigned char *p)
+{
+	if (p[0] < 0x80)
+		return 1;
+	size_t n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 && p[0] < 0xe0 ? 2 : 0;
+	if (!n || (n == 3 && p[0] >= 0xf0))
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	uint32_t cp = n == 2 ? (uint32_t)(p[0] & 0x1f) << 6 | (p[1] & 0x3f)
+		    : n == 3 ? (uint32_t)(p[0] & 0x0f) << 12 | (uint32_t)(p[1] & 0x3f) << 6 | (p[2] & 0x3f)
+			     : (uint32_t)(p[0] & 0x07) << 18 | (uint32_t)(p[1] & 0x3f) << 12 |
+				       (uint32_t)(p[2] & 0x3f) << 6 | (p[3] & 0x3f);
+	if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return n;
+}
+
+/* S as a JSON string into PUT: control characters escaped, and bytes that are
+ * not well-formed UTF-8 (a corrupt string table) as the Latin-1 character of
+ * that value, so the document always parses. */
+static void json_escape(const char *s, void (*put)(void *, const char *, size_t), void *ctx)
+{
+	char esc[8];
+	put(ctx, "\"", 1);
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		size_t n = utf8_len(p);
+		if (*p == '"' || *p == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)*p;
+			put(ctx, esc, 2);
+			p++;
+		} else if (*p < 0x20 || *p == 0x7f || !n) {
+			snprintf(esc, sizeof esc, "\\u%04x", *p);
+			put(ctx, esc, 6);
+			p++;
+		} else {
+			put(ctx, (const char *)p, n);
+			p += n;
+		}
+	}
+	put(ctx, "\"", 1);
+}
+
+static void put_file(void *ctx, const char *s, size_t n)
+{
+	fwrite_unlocked(s, 1, n, ctx);
+}
+
+static void put_obuf(void *ctx, const char *s, size_t n)
+{
+	meta_obuf_mem(ctx, s, n);
+}
+
+void meta_put_json_str(FILE *out, const char *s)
+{
+	if (s)
+		json_escape(s, put_file, out);
+	else
+		fputs("null", out);
+}
+
+void meta_put_c_str(FILE *out, const char *s)
+{
+	if (!s) {
+		fputs("0", out);
+		return;
+	}
+	putc('"', out);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		unsigned char c = *p;
+		if (c == '"' || c == '\\') {
+			putc('\\', out);
+			putc(c, out);
+		} else if (c < 0x20 || c >= 0x7f) {
+			fprintf(out, "\\%03o", c); /* octal: the next character cannot join it */
+		} else if (c == '?') {
+			fputs("\\?", out); /* no trigraphs */
+		} else {
+			putc(c, out);
+		}
+	}
+	putc('"', out);
+}
+
+void meta_obuf_json_str(struct meta_obuf *o, const char *s)
+{
+	if (s)
+		json_escape(s, put_obuf, o);
+	else
+		meta_obuf_mem(o, "null", 4);
+}
+
+typedef void (*put_fn)(void *, const char *, size_t);
+
+static void put_str(put_fn put, void *ctx, const char *s)
+{
+	put(ctx, s, strlen(s));
+}
+
+/* A short readable name for type T, through PUT. */
+static void label(put_fn put, void *ctx, const struct meta_model *m, uint32_t t, int depth)
+{
+	for (; depth < 8; depth++) {
+		if (t == META_NONE) {
+			put_str(put, ctx, "void");
+			return;
+		}
+		const struct meta_type *ty = &m->types[t];
+		switch (ty->kind) {
+		case META_STRUCT: case META_UNION: case META_CLASS: case META_ENUM:
+			put_str(put, ctx, meta_kind_name(ty->kind));
+			put(ctx, " ", 1);
+			put_str(put, ctx, ty->name ? ty->name : "<anon>");
+			return;
+		case META_POINTER:
+			label(put, ctx, m, ty->ref, depth + 1);
+			put(ctx, " *", 2);
+			return;
+		case META_CONST: case META_VOLATILE: case META_RESTRICT: case META_ATOMIC:
+			put_str(put, ctx, meta_kind_name(ty->kind));
+			put(ctx, " ", 1);
+			t = ty->ref;
+			continue;
+		case META_ARRAY:
+			label(put, ctx, m, ty->ref, depth + 1);
+			for (uint32_t k = 0; k < ty->nmembers; k++) {
+				char dim[32];
+				int n = snprintf(dim, sizeof dim, "[%llu]",
+						 (unsigned long long)m->members[ty->first + k].value);
+				put(ctx, dim, (size_t)n);
+			}
+			return;
+		case META_FUNCTION:
+			put_str(put, ctx, "function");
+			return;
+		default:
+			put_str(put, ctx, ty->name ? ty->name : meta_kind_name(ty->kind));
+			return;
+		}
+	}
+	put(ctx, "...", 3);
+}
+
+void meta_put_type_label(FILE *out, const struct meta_model *m, uint32_t t)
+{
+	label(put_file, out, m, t, 0);
+}
+
+void meta_obuf_type_label(struct meta_obuf *o, const struct meta_model *m, uint32_t t)
+{
+	label(put_obuf, o, m, t, 0);
+}

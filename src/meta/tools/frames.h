@@ -1,0 +1,50 @@
+/* Internal to the frames tool: where a variable lives, by PC range
+ * (frames_loc.c computes, frames.c prints). */
+#ifndef KILN_META_TOOLS_FRAMES_H
+#define KILN_META_TOOLS_FRAMES_H
+
+#include "meta/expr.h"
+#include "meta/model.h"
+
+enum loc_kind { LOC_CFA, LOC_REG, LOC_STATIC, LOC_BREG, LOC_COMPUTED, LOC_COMPLEX, LOC_NONE };
+
+struct loc {
+	uint64_t lo, hi;
+	int kind;
+	int reg;         /* LOC_REG, LOC_BREG */
+	int64_t offset;  /* LOC_CFA, LOC_BREG; address for LOC_STATIC */
+};
+
+struct cfi_row {
+	uint64_t lo, hi;
+	int reg;         /* CFA = reg + off; -1 when the rule is an expression */
+	int64_t off;
+};
+
+struct frame_state {
+	struct meta_model *m;
+	struct cfi_row *rows;
+	size_t nrows, caprows;
+	int rows_done;
+	struct loc *locs;
+	size_t nlocs, caplocs;
+	struct meta_loc_entry *entries;
+	size_t capentries;
+	Dwarf_CU *cu;          /* CU of the last location list read, and its */
+	uint64_t cu_base;      /* base address and DWARF version */
+	int cu_version;
+	int fb_known;          /* frame base of the current function, once read: */
+	int fb_kind, fb_reg;   /* 0 the CFA, 1 register fb_reg + fb_off, -1 other */
+	int64_t fb_off;
+};
+
+extern const char *const meta_loc_names[]; /* by enum loc_kind */
+
+/* Computes the locations of V (a variable of F) into s->locs / s->nlocs.
+ * Call meta_frame_reset() when moving to another function. Caller holds the
+ * model's lock (libdw's CFI cache). Returns 0, or -1 on ENOMEM. */
+int meta_var_locations(struct frame_state *s, const struct meta_function *f, const struct meta_var *v);
+void meta_frame_reset(struct frame_state *s);
+void meta_frame_state_free(struct frame_state *s);
+
+#endif

@@ -1,0 +1,244 @@
+/* `syscalls`: addresses of `syscall` instructions in executable sections,
+ * (and int $0x80, sysenter) with the enclosing function.
+ *
+ * Candidates are found by searching for the opcode bytes (0f 05), then
+ * confirmed by disassembling (capstone) from the nearest preceding symbol, the
+ * same synchronisation points a linear-sweep disassembler like objdump uses,
+ * so bytes 0f 05 inside another instruction are not reported. */
+#include <capstone/capstone.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "meta/tools/tool.h"
+
+/* The instructions that enter the kernel, by their encoding. */
+static const struct entry {
+	const char *bytes, *name;
+	unsigned int id;
+} entries[] = {
+	{ "\x0f\x05", "syscall", X86_INS_SYSCALL },
+	{ "\xcd\x80", "int80", X86_INS_INT },   /* int $0x80: the 32-bit ABI */
+	{ "\x0f\x34", "sysenter", X86_INS_SYSENTER },
+};
+
+struct site {
+	uint64_t addr;
+	const char *function;
+	uint64_t offset;
+	const char *insn;
+};
+
+static int cmp_site(const void *a, const void *b)
+{
+	const struct site *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* Index of the last symbol at or below ADDR inside section S, or -1. */
+static long preceding_symbol(const struct meta_model *m, const struct meta_section *s, uint64_t addr)
+{
+	long lo = 0, hi = (long)m->nsymbols - 1, best = -1;
+	while (lo <= hi) {
+		long mid = lo + (hi - lo) / 2;
+		if (m->symbols[mid].addr <= addr) {
+			best = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	return best >= 0 && m->symbols[best].addr >= s->addr ? best : -1;
+}
+
+/* Start of the disassembly run that covers ADDR in section S. */
+static uint64_t sync_point(const struct meta_model *m, const struct meta_section *s, uint64_t addr)
+{
+	long i = preceding_symbol(m, s, addr);
+	return i >= 0 ? m->symbols[i].addr : s->addr;
+}
+
+/* Data in a code section (e.g. precomputed tables in hand-written assembly):
+ * the nearest preceding symbol is an object and no function starts there. */
+static int in_data(const struct meta_model *m, const struct meta_section *s, uint64_t addr)
+{
+	long i = preceding_symbol(m, s, addr);
+	if (i < 0)
+		return 0;
+	int object = 0;
+	for (uint64_t at = m->symbols[i].addr; i >= 0 && m->symbols[i].addr == at; i--) {
+		if (m->symbols[i].type == STT_FUNC || m->symbols[i].type == STT_GNU_IFUNC)
+			return 0;
+		object |= m->symbols[i].type == STT_OBJECT;
+	}
+	return object;
+}
+
+/* The function covering ADDR: a sized FUNC symbol, else a DWARF function,
+ * else (hand-written code such as __restore_rt) the nearest preceding label. */
+static const char *function_at(const struct meta_model *m, const struct meta_section *s,
+			       uint64_t addr, uint64_t *start)
+{
+	long si = meta_symbol_at(m, addr);
+	if (si >= 0) {
+		*start = m->symbols[si].addr;
+		return m->symbols[si].name;
+	}
+	for (size_t i = 0; i < m->nfunctions; i++) {
+		const struct meta_function *f = &m->functions[i];
+		for (uint32_t r = 0; r < f->range_count; r++) {
+			const struct meta_range *rg = &m->ranges[f->range_first + r];
+			if (addr >= rg->lo && addr < rg->hi) {
+				*start = f->low;
+				return f->name;
+			}
+		}
+	}
+	long i = preceding_symbol(m, s, addr);
+	if (i >= 0) {
+		*start = m->symbols[i].addr;
+		return m->symbols[i].name;
+	}
+	*start = addr;
+	return NULL;
+}
+
+struct candidate {
+	uint64_t addr;
+	const struct entry *e;
+};
+
+static int cmp_candidate(const void *a, const void *b)
+{
+	const struct candidate *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* Scans section S: candidates of every entry, in address order, then one
+ * disassembly sweep that confirms them. Appends confirmed sites to *v. */
+static int scan_section(const struct meta_model *m, const struct meta_section *s, csh cs, cs_insn *insn,
+			struct site **v, size_t *n, size_t *cap)
+{
+	const unsigned char *end = s->data + s->size;
+	struct candidate *cands = NULL;
+	size_t ncands = 0, capc = 0;
+	for (size_t k = 0; k < sizeof entries / sizeof entries[0]; k++) {
+		for (const unsigned char *p = s->data; p + 1 < end;) {
+			const unsigned char *hit = memmem(p, (size_t)(end - p), entries[k].bytes, 2);
+			if (!hit)
+				break;
+			struct candidate c = { s->addr + (uint64_t)(hit - s->data), &entries[k] };
+			if (META_PUSH(cands, ncands, capc, c)) {
+				free(cands);
+				return -1;
+			}
+			p = hit + 1;
+		}
+	}
+	if (ncands)
+		qsort(cands, ncands, sizeof *cands, cmp_candidate);
+	uint64_t decoded_to = 0, run_start = UINT64_MAX; /* decoding state for the current run */
+	int rc = 0;
+	for (size_t i = 0; i < ncands && !rc; i++) {
+		uint64_t addr = cands[i].addr;
+		const struct entry *e = cands[i].e;
+		if (in_data(m, s, addr))
+			continue;
+		uint64_t from = sync_point(m, s, addr);
+		if (from != run_start) {
+			run_start = from;
+			decoded_to = from;
+		}
+		/* Decode forward from where this run stopped until ADDR. */
+		const uint8_t *code = s->data + (decoded_to - s->addr);
+		size_t size = (size_t)(end - code);
+		uint64_t pc = decoded_to;
+		while (pc < addr) {
+			if (!cs_disasm_iter(cs, &code, &size, &pc, insn)) {
+				code++; /* undecodable byte: step over it, as objdump does */
+				size--;
+				pc++;
+			}
+		}
+		decoded_to = pc;
+		if (pc != addr)
+			continue; /* inside another instruction */
+		const uint8_t *c2 = code;
+		size_t s2 = size;
+		uint64_t pc2 = pc;
+		if (!cs_disasm_iter(cs, &c2, &s2, &pc2, insn) || insn->id != e->id || insn->size != 2)
+			continue;
+		uint64_t fstart;
+		struct site site = { addr, function_at(m, s, addr, &fstart), 0, e->name };
+		site.offset = addr - fstart;
+		rc = META_PUSH(*v, *n, *cap, site);
+	}
+	free(cands);
+	return rc;
+}
+
+int meta_tool_syscalls(struct meta_model *m, FILE *out, enum meta_format fmt, struct meta_err *err)
+{
+	if (m->machine != EM_X86_64) {
+		meta_set_err(err, "%s: syscalls: only x86-64 binaries are supported (e_machine %u)", m->path,
+			     m->machine);
+		return -1;
+	}
+	csh cs;
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) {
+		meta_set_err(err, "%s: syscalls: cannot start the disassembler", m->path);
+		return -1;
+	}
+	cs_insn *insn = cs_malloc(cs);
+	struct site *v = NULL;
+	size_t n = 0, cap = 0;
+	int rc = insn ? 0 : -1;
+	for (size_t i = 0; i < m->nsections && !rc; i++)
+		if (m->sections[i].exec && m->sections[i].data)
+			rc = scan_section(m, &m->sections[i], cs, insn, &v, &n, &cap);
+	if (n)
+		qsort(v, n, sizeof *v, cmp_site); /* sections need not be in address order */
+	if (insn)
+		cs_free(insn, 1);
+	cs_close(&cs);
+	if (rc) {
+		free(v);
+		meta_set_err(err, "%s: out of memory", m->path);
+		return -1;
+	}
+	switch (fmt) {
+	case META_FMT_TEXT:
+		fprintf(out, "# kiln meta syscalls %s: %zu system call instructions\n", m->path, n);
+		for (size_t i = 0; i < n; i++)
+			fprintf(out, "0x%016" PRIx64 " %s+0x%" PRIx64 " %s\n", v[i].addr,
+				v[i].function ? v[i].function : "?", v[i].offset, v[i].insn);
+		break;
+	case META_FMT_JSON:
+		fputs("{\"tool\":\"syscalls\",\"binary\":", out);
+		meta_put_json_str(out, m->path);
+		fputs(",\"syscalls\":[\n", out);
+		for (size_t i = 0; i < n; i++) {
+			fprintf(out, "{\"addr\":%" PRIu64 ",\"function\":", v[i].addr);
+			meta_put_json_str(out, v[i].function);
+			fprintf(out, ",\"offset\":%" PRIu64 ",\"insn\":\"%s\"}%s\n", v[i].offset, v[i].insn,
+				i + 1 < n ? "," : "");
+		}
+		fputs("]}\n", out);
+		break;
+	case META_FMT_C:
+		fputs("/* kiln meta syscalls: generated; layout in docs/meta-formats.md */\n"
+		      "#include <stdint.h>\n\n"
+		      "struct kiln_meta_syscall {\n\tuint64_t addr;\n\tconst char *function;\n\tuint64_t offset;\n"
+		      "\tconst char *insn; /* \"syscall\", \"int80\" or \"sysenter\" */\n};\n\n"
+		      "const struct kiln_meta_syscall kiln_meta_syscalls[] = {\n", out);
+		for (size_t i = 0; i < n; i++) {
+			fprintf(out, "\t{ 0x%" PRIx64 "u, ", v[i].addr);
+			meta_put_c_str(out, v[i].function);
+			fprintf(out, ", %" PRIu64 "u, \"%s\" },\n", v[i].offset, v[i].insn);
+		}
+		fprintf(out, "\t{ 0, 0, 0, 0 }\n};\n\nconst uint32_t kiln_meta_nsyscalls = %zuu;\n", n);
+		break;
+	}
+	free(v);
+	return 0;
+}

@@ -1,0 +1,184 @@
+/* `types`: one entry per deduplicated type (class), in order of first
+ * appearance in the DWARF. Formats: docs/meta-formats.md. */
+#include <inttypes.h>
+
+#include "meta/tools/tool.h"
+
+static int is_aggregate(uint8_t k)
+{
+	return k == META_STRUCT || k == META_UNION || k == META_CLASS;
+}
+
+static void text_type(FILE *out, const struct meta_model *m, const struct meta_class *c)
+{
+	const struct meta_type *t = &m->types[c->rep];
+	fprintf(out, "%016" PRIx64 " %s %s", c->id, meta_kind_name(t->kind), t->name ? t->name : "<anon>");
+	if (t->flags & META_T_HAS_SIZE)
+		fprintf(out, " size=%" PRIu64, t->size);
+	if (t->flags & META_T_DECLARATION)
+		fputs(" declaration", out);
+	if (t->ref != META_NONE || t->kind == META_POINTER || t->kind == META_FUNCTION ||
+	    t->kind == META_TYPEDEF) {
+		fprintf(out, " ref=%016" PRIx64 " (", meta_type_id(m, t->ref));
+		meta_put_type_label(out, m, t->ref);
+		putc(')', out);
+	}
+	fprintf(out, " dies=%u\n", c->count);
+	for (uint32_t k = 0; k < t->nmembers; k++) {
+		const struct meta_member *mm = &m->members[t->first + k];
+		const char *name = mm->name ? mm->name : "<anon>";
+		if (is_aggregate(t->kind)) {
+			if (mm->is_base)
+				fprintf(out, "  base offset=%" PRIu64, mm->value / 8);
+			else
+				fprintf(out, "  member %s offset=%" PRIu64, name, mm->value / 8);
+			if (mm->bit_size)
+				fprintf(out, " bit_offset=%" PRIu64 " bit_size=%u", mm->value, (unsigned)mm->bit_size);
+		} else if (t->kind == META_ENUM) {
+			fprintf(out, "  enumerator %s value=%" PRId64 "\n", name, (int64_t)mm->value);
+			continue;
+		} else if (t->kind == META_ARRAY) {
+			fprintf(out, "  dimension %" PRIu64 "\n", mm->value);
+			continue;
+		} else {
+			fputs("  param", out);
+		}
+		fprintf(out, " type=%016" PRIx64 " (", meta_type_id(m, mm->type));
+		meta_put_type_label(out, m, mm->type);
+		fputs(")\n", out);
+	}
+	if (t->flags & META_T_VARARGS)
+		fputs("  param ...\n", out);
+}
+
+static void json_type(FILE *out, const struct meta_model *m, const struct meta_class *c)
+{
+	const struct meta_type *t = &m->types[c->rep];
+	fprintf(out, "{\"id\":\"%016" PRIx64 "\",\"kind\":\"%s\",\"name\":", c->id, meta_kind_name(t->kind));
+	meta_put_json_str(out, t->name);
+	if (t->flags & META_T_HAS_SIZE)
+		fprintf(out, ",\"size\":%" PRIu64, t->size);
+	if (t->flags & META_T_DECLARATION)
+		fputs(",\"declaration\":true", out);
+	if (t->kind == META_BASE)
+		fprintf(out, ",\"encoding\":%u", t->encoding);
+	if (t->ref != META_NONE)
+		fprintf(out, ",\"type\":\"%016" PRIx64 "\"", meta_type_id(m, t->ref));
+	else if (t->kind != META_BASE && !is_aggregate(t->kind) && t->kind != META_ENUM)
+		fputs(",\"type\":null", out);
+	const char *list = is_aggregate(t->kind) ? "members" : t->kind == META_ENUM ? "enumerators" :
+			   t->kind == META_ARRAY ? "dims" : "params";
+	if (t->nmembers || is_aggregate(t->kind) || t->kind == META_FUNCTION)
+		fprintf(out, ",\"%s\":[", list);
+	for (uint32_t k = 0; k < t->nmembers; k++) {
+		const struct meta_member *mm = &m->members[t->first + k];
+		if (k)
+			putc(',', out);
+		if (t->kind == META_ARRAY) {
+			fprintf(out, "%" PRIu64, mm->value);
+			continue;
+		}
+		if (t->kind == META_FUNCTION) {
+			if (mm->type == META_NONE)
+				fputs("null", out);
+			else
+				fprintf(out, "\"%016" PRIx64 "\"", meta_type_id(m, mm->type));
+			continue;
+		}
+		fputs("{\"name\":", out);
+		meta_put_json_str(out, mm->name);
+		if (mm->is_base)
+			fputs(",\"base\":true", out);
+		if (t->kind == META_ENUM) {
+			fprintf(out, ",\"value\":%" PRId64 "}", (int64_t)mm->value);
+			continue;
+		}
+		if (mm->type == META_NONE)
+			fputs(",\"type\":null", out);
+		else
+			fprintf(out, ",\"type\":\"%016" PRIx64 "\"", meta_type_id(m, mm->type));
+		fprintf(out, ",\"offset\":%" PRIu64, mm->value / 8);
+		if (mm->bit_size)
+			fprintf(out, ",\"bit_offset\":%" PRIu64 ",\"bit_size\":%u", mm->value, (unsigned)mm->bit_size);
+		putc('}', out);
+	}
+	if (t->nmembers || is_aggregate(t->kind) || t->kind == META_FUNCTION)
+		putc(']', out);
+	if (t->flags & META_T_VARARGS)
+		fputs(",\"varargs\":true", out);
+	putc('}', out);
+}
+
+static void c_tables(FILE *out, const struct meta_model *m)
+{
+	fputs("#include <stdint.h>\n\n"
+	      "struct kiln_meta_type {\n\tuint64_t id;\n\tconst char *kind;\n\tconst char *name;\n"
+	      "\tuint64_t size; /* UINT64_MAX when unknown */\n\tuint64_t ref;\n"
+	      "\tuint32_t first_member, nmembers;\n};\n\n"
+	      "struct kiln_meta_member {\n\tconst char *name;\n\tuint64_t type;\n"
+	      "\tuint64_t bit_offset; /* struct/union members */\n\tuint32_t bit_size;\n"
+	      "\tuint32_t is_base; /* C++ base class subobject */\n"
+	      "\tint64_t value; /* enumerator value, array dimension */\n};\n\n"
+	      "const struct kiln_meta_member kiln_meta_members[] = {\n", out);
+	uint32_t nmem = 0;
+	for (size_t i = 0; i < m->nclasses; i++) {
+		const struct meta_type *t = &m->types[m->classes[i].rep];
+		for (uint32_t k = 0; k < t->nmembers; k++) {
+			const struct meta_member *mm = &m->members[t->first + k];
+			int agg = is_aggregate(t->kind);
+			fputs("\t{ ", out);
+			meta_put_c_str(out, mm->name);
+			fprintf(out, ", 0x%" PRIx64 "u, %" PRIu64 "u, %uu, %uu, %" PRId64 " },\n",
+				meta_type_id(m, mm->type), agg ? mm->value : 0, (unsigned)mm->bit_size,
+				(unsigned)mm->is_base, agg ? 0 : (int64_t)mm->value);
+			nmem++;
+		}
+	}
+	fputs("\t{ 0, 0, 0, 0, 0, 0 }\n};\n\nconst struct kiln_meta_type kiln_meta_types[] = {\n", out);
+	uint32_t first = 0;
+	for (size_t i = 0; i < m->nclasses; i++) {
+		const struct meta_class *c = &m->classes[i];
+		const struct meta_type *t = &m->types[c->rep];
+		fprintf(out, "\t{ 0x%016" PRIx64 "u, \"%s\", ", c->id, meta_kind_name(t->kind));
+		meta_put_c_str(out, t->name);
+		if (t->flags & META_T_HAS_SIZE)
+			fprintf(out, ", %" PRIu64 "u", t->size);
+		else
+			fputs(", UINT64_MAX", out);
+		fprintf(out, ", 0x%" PRIx64 "u, %uu, %uu },\n", meta_type_id(m, t->ref), first, t->nmembers);
+		first += t->nmembers;
+	}
+	fprintf(out, "\t{ 0, 0, 0, 0, 0, 0, 0 }\n};\n\n"
+		"const uint32_t kiln_meta_ntypes = %zuu;\nconst uint32_t kiln_meta_nmembers = %uu;\n",
+		m->nclasses, nmem);
+}
+
+int meta_tool_types(struct meta_model *m, FILE *out, enum meta_format fmt, struct meta_err *err)
+{
+	if (meta_need_dwarf(m, "types", err))
+		return -1;
+	switch (fmt) {
+	case META_FMT_TEXT:
+		fprintf(out, "# kiln meta types %s: %zu types from %zu DIEs in %zu units\n", m->path,
+			m->nclasses, m->ntypes, m->ncus);
+		for (size_t i = 0; i < m->nclasses; i++)
+			text_type(out, m, &m->classes[i]);
+		break;
+	case META_FMT_JSON:
+		fputs("{\"tool\":\"types\",\"binary\":", out);
+		meta_put_json_str(out, m->path);
+		fputs(",\"types\":[\n", out);
+		for (size_t i = 0; i < m->nclasses; i++) {
+			json_type(out, m, &m->classes[i]);
+			fputs(i + 1 < m->nclasses ? ",\n" : "\n", out);
+		}
+		fputs("]}\n", out);
+		break;
+	case META_FMT_C:
+		fputs("/* kiln meta types: generated from ", out);
+		fputs("the binary's DWARF; layout in docs/meta-formats.md */\n", out);
+		c_tables(out, m);
+		break;
+	}
+	return 0;
+}
