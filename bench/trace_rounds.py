@@ -126,8 +126,11 @@ def run_once(variant, rnd, a):
     with open(log_path, "w") as log:
         cpu0 = cpu_of_children()
         t0 = time.monotonic()
-        p = subprocess.Popen(cmd, cwd=tree, env=env, stdin=subprocess.DEVNULL,
-                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            p = subprocess.Popen(cmd, cwd=tree, env=env, stdin=subprocess.DEVNULL,
+                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        except OSError as e:
+            fail(f"{variant}: cannot run {cmd[0]}: {e}")
         timer = threading.Timer(RUN_TIMEOUT_S, lambda: os.killpg(p.pid, signal.SIGKILL))
         timer.start()
         _, status, _ = os.wait4(p.pid, 0)
@@ -139,7 +142,7 @@ def run_once(variant, rnd, a):
 
     def broken(why):
         tail = subprocess.run(["tail", "-n", "25", log_path], capture_output=True, text=True).stdout
-        fail(f"{'warm-up' if rnd < 0 else f'round {rnd + 1}'}, {variant}: {why}\n  command: {' '.join(cmd)}\n"
+        fail(f"{'warm-up' if rnd < 0 else f'round {rnd + 1}'}, {variant}: {why}\n  command: {shlex.join(cmd)}\n"
              f"  in {tree}; full output: {log_path}\n--- last lines ---\n{tail}")
 
     if p.returncode != 0:
@@ -177,8 +180,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--jobs", type=int, default=1)
     a = ap.parse_args()
+    for opt in ("kiln", "src", "work", "db", "empty_preload", "out"):
+        setattr(a, opt, os.path.abspath(getattr(a, opt)))  # runs start in the tree
     if a.rounds < 1:
         fail("KILN_BENCH_ROUNDS must be at least 1")
+    os.makedirs(a.work, exist_ok=True)
     become_subreaper()
     load_before = os.getloadavg()[0]
     runs = {v: [] for v, _ in VARIANTS}
