@@ -327,3 +327,47 @@ def test_path_search_skips_hidden_candidates(tree, how):
     env["PATH"] = f"{root}/hid:{root}/vis:/usr/bin:/bin"
     lines, _ = hookcall(srv.path, how, "keep", "tool", ";", env=env)
     assert lines == ["visible", f"{how} 0 OK"]
+
+
+# ---- system() and popen() leave the program's environment alone ----------------
+
+def test_system_does_not_touch_the_callers_environ(tree):
+    """Another thread reading environ or calling setenv while system() runs
+    sees the program's own environment, and its setenv is not undone."""
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, "unsetenv", "system-envrace",
+                        "system", f"{HOOKCALL} stat {root}/hid/b")
+    assert lines == ["system-envrace 0 environ=same setenv=kept",
+                     "stat -1 ENOENT", "system 0 OK"]
+
+
+def test_popen_does_not_touch_the_callers_environ(tree):
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, "unsetenv", "popen-envrace", 100,
+                        "popen", f"{HOOKCALL} stat {root}/hid/b")
+    assert lines == ["popen-envrace 0 environ=same", "stat -1 ENOENT", "popen 0 OK"]
+
+
+def test_system_signal_semantics(tree):
+    """As glibc's: the caller ignores SIGINT and SIGQUIT during the call, the
+    shell gets them back at their default; NULL asks whether a shell exists."""
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, "system-raw", "kill -INT $PPID; kill -QUIT $PPID; exit 4",
+                        "system-raw", "kill -INT $$", "system-raw", "NULL")
+    assert lines == ["system-raw 4 OK", "system-raw signal 2", "system-raw NULL 1"]
+
+
+def test_popen_keeps_glibcs_contract(tree):
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, "popen-modes")
+    assert lines == ["mode-rw EINVAL", "mode-rx EINVAL", "flags w=0 re=1",
+                     "earlier stream in child: closed", "pclose 0", "pclose 0",
+                     "fclose 0", "fclose 5"]
+
+
+def test_hidden_shell(tmp_path):
+    """A hidden /bin/sh: system() reports it as glibc reports a shell that
+    cannot be spawned (status 127, errno set), popen() fails with it."""
+    with FakeServer([("hide", os.path.realpath("/bin") + "/sh")]) as srv:
+        lines, _ = hookcall(srv.path, "system-raw", "true", "popen", "true")
+    assert lines == ["system-raw 127 ENOENT", "popen -1 ENOENT"]

@@ -1,4 +1,4 @@
-/* The exec family, posix_spawn, system and popen.
+/* The exec family and posix_spawn.
  *
  * glibc runs execvp, posix_spawn, system and popen on internal exec calls
  * that no preload library sees, so each entry point is hooked here: the
@@ -7,7 +7,8 @@
  * LD_PRELOAD) or a static binary (which ignores it) is reported to the
  * server, and kiln's environment captured at start-up is put back into the
  * environment the new program gets, whatever the program did to it
- * (`env -i`, `env -u LD_PRELOAD`, `LD_PRELOAD=`). */
+ * (`env -i`, `env -u LD_PRELOAD`, `LD_PRELOAD=`). system and popen are in
+ * shell.c, on top of kt_spawn. */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +28,7 @@ extern char **environ;
 
 #define REAL(name, type) ((type)kt_real(&real_##name, #name))
 static void *_Atomic real_execve, *_Atomic real_execveat, *_Atomic real_fexecve,
-	*_Atomic real_posix_spawn, *_Atomic real_system, *_Atomic real_popen;
+	*_Atomic real_posix_spawn;
 
 /* ---- what is about to run ------------------------------------------------ */
 
@@ -426,8 +427,8 @@ KT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
 			const posix_spawnattr_t *, char *const[], char *const[]);
 
-static int spawn_checked(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
-			 const posix_spawnattr_t *at, char *const argv[], char *const envp[])
+int kt_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+	     const posix_spawnattr_t *at, char *const argv[], char *const envp[])
 {
 	int e = check_exec(AT_FDCWD, path, 0);
 	if (e)
@@ -444,7 +445,7 @@ KT_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_a
 			  const posix_spawnattr_t *at, char *const argv[], char *const envp[])
 {
 	kt_enter();
-	int e = spawn_checked(pid, path, fa, at, argv, envp);
+	int e = kt_spawn(pid, path, fa, at, argv, envp);
 	kt_leave();
 	return e;
 }
@@ -459,7 +460,7 @@ KT_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_
 	kt_enter();
 	int result = ENOENT;
 	if (strchr(file, '/')) {
-		result = spawn_checked(pid, file, fa, at, argv, envp);
+		result = kt_spawn(pid, file, fa, at, argv, envp);
 		goto out;
 	}
 	const char *pathvar = getenv("PATH");
@@ -484,7 +485,7 @@ KT_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_
 				if (e == EIO)
 					goto out;
 			} else if (!e && kt_sys4(SYS_faccessat, AT_FDCWD, buf, X_OK, 0) == 0) {
-				result = spawn_checked(pid, buf, fa, at, argv, envp);
+				result = kt_spawn(pid, buf, fa, at, argv, envp);
 				goto out;
 			}
 		}
@@ -494,58 +495,4 @@ KT_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_
 out:
 	kt_leave();
 	return result;
-}
-
-/* ---- system and popen: glibc spawns /bin/sh with the current environ ------- */
-
-KT_EXPORT int system(const char *cmd)
-{
-	typedef int (*fn)(const char *);
-	fn real = REAL(system, fn);
-	if (!cmd)
-		return real(cmd);
-	kt_enter();
-	int e = check_exec(AT_FDCWD, "/bin/sh", 0);
-	if (e) {
-		kt_leave();
-		errno = e;
-		return -1;
-	}
-	char *stack[ENV_STACK];
-	struct env env;
-	env_build(environ, &env, stack);
-	char **saved = environ;
-	environ = env.vec;
-	int r = real(cmd);
-	environ = saved;
-	e = errno;
-	env_free(&env);
-	kt_leave();
-	errno = e;
-	return r;
-}
-
-KT_EXPORT FILE *popen(const char *cmd, const char *mode)
-{
-	typedef FILE *(*fn)(const char *, const char *);
-	fn real = REAL(popen, fn);
-	kt_enter();
-	int e = check_exec(AT_FDCWD, "/bin/sh", 0);
-	if (e) {
-		kt_leave();
-		errno = e;
-		return NULL;
-	}
-	char *stack[ENV_STACK];
-	struct env env;
-	env_build(environ, &env, stack);
-	char **saved = environ;
-	environ = env.vec;
-	FILE *r = real(cmd, mode);
-	environ = saved;
-	e = errno;
-	env_free(&env);
-	kt_leave();
-	errno = e;
-	return r;
 }

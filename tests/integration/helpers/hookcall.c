@@ -200,6 +200,39 @@ static void on_alarm(int s)
 	errno = saved;
 }
 
+/* ---- another thread using the environment during system() and popen() ---- */
+static int envr_in[2], envr_out[2];
+static char **envr_before;
+static int envr_swapped;
+
+/* Waits until the shell started by system() pokes it, looks at environ and
+ * sets a variable while the call is in progress, then lets the shell end. */
+static void *envr_thread(void *arg)
+{
+	(void)arg;
+	char c;
+	if (read(envr_in[0], &c, 1) == 1) {
+		envr_swapped = *(char **volatile *)&environ != envr_before;
+		setenv("HOOKCALL_RACE", "set", 1);
+	}
+	if (write(envr_out[1], "\n", 1) != 1)
+		return NULL;
+	return NULL;
+}
+
+static volatile int envr_stop;
+static long envr_seen;
+
+/* Spins, counting the moments environ is not the program's own array. */
+static void *envr_spin(void *arg)
+{
+	(void)arg;
+	while (!envr_stop)
+		if (*(char **volatile *)&environ != envr_before)
+			envr_seen++;
+	return NULL;
+}
+
 static int run(char **a, int n);
 
 /* openat with the syscall instruction itself: no hook sees it (to obtain an
@@ -770,6 +803,87 @@ static int one(char **a, int n)
 				fputs(line, stdout);
 			printf("popen %d OK\n", WEXITSTATUS(pclose(p)));
 		}
+		fflush(stdout);
+		return 2;
+	}
+	if (!strcmp(c, "system-envrace")) {
+		/* the shell pokes another thread, which reads environ and calls
+		 * setenv, and waits for it before ending */
+		if (pipe(envr_in) || pipe(envr_out))
+			return 1;
+		envr_before = environ;
+		pthread_t t;
+		pthread_create(&t, NULL, envr_thread, NULL);
+		char cmd[128];
+		snprintf(cmd, sizeof cmd, "echo x >&%d; read y <&%d", envr_in[1], envr_out[0]);
+		int r = system(cmd);
+		pthread_join(t, NULL);
+		const char *v = getenv("HOOKCALL_RACE");
+		printf("system-envrace %d environ=%s setenv=%s\n", r < 0 ? -1 : WEXITSTATUS(r),
+		       envr_swapped ? "swapped" : "same", v ? "kept" : "lost");
+		fflush(stdout);
+		return 1;
+	}
+	if (!strcmp(c, "popen-envrace")) {
+		/* popen N: another thread watches environ during N popen+pclose */
+		NEED(1);
+		int nrun = atoi(a[1]);
+		envr_before = environ;
+		pthread_t t;
+		pthread_create(&t, NULL, envr_spin, NULL);
+		int bad = 0;
+		for (int i = 0; i < nrun; i++) {
+			FILE *p = popen("exit 3", "r");
+			if (!p || pclose(p) != 3 << 8)
+				bad++;
+		}
+		envr_stop = 1;
+		pthread_join(t, NULL);
+		printf("popen-envrace %d environ=%s\n", bad, envr_seen ? "swapped" : "same");
+		fflush(stdout);
+		return 2;
+	}
+	if (!strcmp(c, "popen-modes")) {
+		/* glibc's popen contract: modes, fd flags, earlier streams closed
+		 * in the child, fclose waiting like pclose */
+		errno = 0;
+		FILE *bad = popen("true", "rw");
+		printf("mode-rw %s\n", bad ? "OK" : ename(0, errno));
+		bad = popen("true", "rx");
+		printf("mode-rx %s\n", bad ? "OK" : ename(0, errno));
+		FILE *w = popen("cat >/dev/null", "w");
+		FILE *re = popen("true", "re");
+		printf("flags w=%d re=%d\n", fcntl(fileno(w), F_GETFD) & FD_CLOEXEC,
+		       fcntl(fileno(re), F_GETFD) & FD_CLOEXEC);
+		char cmd[128];
+		snprintf(cmd, sizeof cmd, "test -e /proc/self/fd/%d && echo open || echo closed",
+			 fileno(w));
+		FILE *r = popen(cmd, "r");
+		char line[64] = "";
+		if (!fgets(line, sizeof line, r))
+			strcpy(line, "?\n");
+		printf("earlier stream in child: %s", line);
+		printf("pclose %d\n", WEXITSTATUS(pclose(r)));
+		printf("pclose %d\n", WEXITSTATUS(pclose(re)));
+		int (*volatile fc)(FILE *) = fclose; /* on a popen stream, on purpose */
+		printf("fclose %d\n", WEXITSTATUS(fc(w)));
+		FILE *x = popen("exit 5", "r");
+		printf("fclose %d\n", WEXITSTATUS(fc(x)));
+		fflush(stdout);
+		return 1;
+	}
+	if (!strcmp(c, "system-raw")) {
+		/* the whole wait status, and errno */
+		NEED(1);
+		fflush(stdout);
+		errno = 0;
+		int r = system(!strcmp(a[1], "NULL") ? NULL : a[1]);
+		if (!strcmp(a[1], "NULL"))
+			printf("system-raw NULL %d\n", r);
+		else if (r < 0 || !WIFSIGNALED(r))
+			printf("system-raw %d %s\n", r < 0 ? r : WEXITSTATUS(r), ename(!errno, errno));
+		else
+			printf("system-raw signal %d\n", WTERMSIG(r));
 		fflush(stdout);
 		return 2;
 	}
