@@ -113,6 +113,11 @@ int kt_dup_target_ok(int oldfd, int newfd);
 int kt_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
 	     const posix_spawnattr_t *attr, char *const argv[], char *const envp[]);
 
+/* hooks/spawndir.c: the directory the file actions fa leave the child in
+ * (absolute, lexically clean, into out: KT_PATH_BUF bytes). Returns 1, 0
+ * when they do not change directory, or a negative errno. */
+int kt_spawn_dir(const posix_spawn_file_actions_t *fa, char *out);
+
 /* In the child of a fork: forget the parent's connections. */
 void kt_client_after_fork(void);
 

@@ -371,3 +371,42 @@ def test_hidden_shell(tmp_path):
     with FakeServer([("hide", os.path.realpath("/bin") + "/sh")]) as srv:
         lines, _ = hookcall(srv.path, "system-raw", "true", "popen", "true")
     assert lines == ["system-raw 127 ENOENT", "popen -1 ENOENT"]
+
+
+# ---- posix_spawn file actions that change directory --------------------------
+
+def test_spawn_relative_target_after_chdir_actions(tree):
+    """A relative target is looked up where the file actions leave the child:
+    addchdir_np (absolute, relative, chained) and addfchdir_np."""
+    root, srv, _ = tree
+    for d in ("vis", "hid"):
+        shutil.copy("/bin/true", root / d / "prog")
+        os.chmod(root / d / "prog", 0o755)
+    lines, _ = hookcall(
+        srv.path,
+        "spawn-cd", "spawn", f"cd:{root}/hid", "./prog", ";",
+        "spawn-cd", "spawn", f"cd:{root}/vis", "./prog", ";",
+        "spawn-cd", "spawn", "cd:vis", "cd:../hid", "prog", ";",
+        "spawn-cd", "spawn", "cd:vis", "cd:sub", "cd:..", "prog", ";",
+        "spawn-cd", "spawn", "cd:hid", "cd:../vis", "prog", ";",  # through hid/
+        "spawn-cd", "spawn", f"fcd:{root}/hid", "prog", ";",
+        "spawn-cd", "spawn", f"cd:{root}/vis", f"fcd:{root}/hid", "prog", ";",
+        "spawn-cd", "spawn", f"fcd:{root}/hid", "cd:../vis", "prog", ";",  # through hid/
+        "spawn-cd", "spawn", f"fcd:{root}/vis", "prog", ";",
+        "spawn-cd", "spawn", f"fcd:{root}/vis", f"{root}/hid/prog", ";",
+        cwd=root)
+    assert lines == ["spawn -1 ENOENT", "spawn 0 OK", "spawn -1 ENOENT", "spawn 0 OK",
+                     "spawn -1 ENOENT", "spawn -1 ENOENT", "spawn -1 ENOENT", "spawn -1 ENOENT",
+                     "spawn 0 OK", "spawn -1 ENOENT"]
+
+
+def test_spawnp_relative_path_entry_after_chdir_actions(tree):
+    root, srv, _ = tree
+    for d in ("vis", "hid"):
+        shutil.copy("/bin/true", root / d / "prog")
+        os.chmod(root / d / "prog", 0o755)
+    env = env_for(srv.path)
+    env["PATH"] = "."
+    lines, _ = hookcall(srv.path, "spawn-cd", "spawnp", "cd:hid", "prog", ";",
+                        "spawn-cd", "spawnp", "cd:vis", "prog", ";", env=env, cwd=root)
+    assert lines == ["spawnp -1 ENOENT", "spawnp 0 OK"]

@@ -77,23 +77,12 @@ static void inspect(int fd, const char *shown_path, char *interp, size_t cap)
 	kiln_event(KILN_E_STATIC_EXEC, shown_path);
 }
 
-/* Checks an exec target given as (dirfd, path, atflags), then its #!
- * interpreters. Returns 0 or the errno the exec must fail with. */
-static int check_exec(int dirfd, const char *path, int atflags)
+/* Checks an exec target given as an absolute clean path (abs is used as
+ * scratch), then its #! interpreters. Returns 0 or the errno the exec must
+ * fail with. */
+static int check_exec_abs(char *abs, unsigned qf)
 {
-	char abs[KT_PATH_BUF];
-	if (!path)
-		return 0;
 	int n;
-	if (!path[0] && (atflags & AT_EMPTY_PATH))
-		n = kt_fd_path(dirfd, abs);
-	else if (!path[0])
-		return 0; /* execve reports ENOENT itself */
-	else
-		n = kt_path_at(dirfd, path, abs);
-	if (n < 0)
-		return -n;
-	unsigned qf = (atflags & AT_SYMLINK_NOFOLLOW) ? KILN_Q_NOFOLLOW : 0;
 	for (int depth = 0; depth < 5; depth++) {
 		int e = kt_verdict_errno(kiln_ask(abs, KILN_A_EXEC, qf), KILN_A_EXEC);
 		if (e)
@@ -112,6 +101,40 @@ static int check_exec(int dirfd, const char *path, int atflags)
 		qf = 0;
 	}
 	return 0;
+}
+
+/* Checks an exec target given as (dirfd, path, atflags), then its #!
+ * interpreters. Returns 0 or the errno the exec must fail with. */
+static int check_exec(int dirfd, const char *path, int atflags)
+{
+	char abs[KT_PATH_BUF];
+	if (!path)
+		return 0;
+	int n;
+	if (!path[0] && (atflags & AT_EMPTY_PATH))
+		n = kt_fd_path(dirfd, abs);
+	else if (!path[0])
+		return 0; /* execve reports ENOENT itself */
+	else
+		n = kt_path_at(dirfd, path, abs);
+	if (n < 0)
+		return -n;
+	return check_exec_abs(abs, (atflags & AT_SYMLINK_NOFOLLOW) ? KILN_Q_NOFOLLOW : 0);
+}
+
+/* Where a spawn's relative path points in the child: under the directory
+ * its file actions leave it in, if they change it. Returns 1 with the
+ * absolute path in abs, 0 when the parent's cwd applies, or -errno. */
+static int spawn_path(const posix_spawn_file_actions_t *fa, const char *path, char *abs)
+{
+	if (!fa || path[0] == '/')
+		return 0;
+	char dir[KT_PATH_BUF];
+	int r = kt_spawn_dir(fa, dir);
+	if (r <= 0)
+		return r;
+	int n = kt_path_join(dir, path, abs);
+	return n < 0 ? n : 1;
 }
 
 /* ---- kiln's environment, restored ------------------------------------------ */
@@ -430,7 +453,9 @@ typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t 
 int kt_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
 	     const posix_spawnattr_t *at, char *const argv[], char *const envp[])
 {
-	int e = check_exec(AT_FDCWD, path, 0);
+	char abs[KT_PATH_BUF];
+	int r = path && path[0] ? spawn_path(fa, path, abs) : 0;
+	int e = r < 0 ? -r : r > 0 ? check_exec_abs(abs, 0) : check_exec(AT_FDCWD, path, 0);
 	if (e)
 		return e;
 	char *stack[ENV_STACK];
@@ -479,12 +504,16 @@ KT_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_
 				buf[dl++] = '/';
 			}
 			memcpy(buf + dl, file, flen + 1);
-			int e = kt_check(AT_FDCWD, buf, KILN_A_EXEC, 0, 0);
+			/* a relative entry is relative to where the child will be */
+			char abs[KT_PATH_BUF];
+			int r = spawn_path(fa, buf, abs);
+			const char *cand = r > 0 ? abs : buf;
+			int e = r < 0 ? -r : kt_check(AT_FDCWD, cand, KILN_A_EXEC, 0, 0);
 			if (e == EACCES || e == EIO) {
 				result = e;
 				if (e == EIO)
 					goto out;
-			} else if (!e && kt_sys4(SYS_faccessat, AT_FDCWD, buf, X_OK, 0) == 0) {
+			} else if (!e && kt_sys4(SYS_faccessat, AT_FDCWD, cand, X_OK, 0) == 0) {
 				result = kt_spawn(pid, buf, fa, at, argv, envp);
 				goto out;
 			}
