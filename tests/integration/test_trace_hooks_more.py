@@ -410,3 +410,27 @@ def test_spawnp_relative_path_entry_after_chdir_actions(tree):
     lines, _ = hookcall(srv.path, "spawn-cd", "spawnp", "cd:hid", "prog", ";",
                         "spawn-cd", "spawnp", "cd:vis", "prog", ";", env=env, cwd=root)
     assert lines == ["spawnp -1 ENOENT", "spawnp 0 OK"]
+
+
+# ---- fts_children -----------------------------------------------------------------
+
+@pytest.mark.parametrize("how", ["chdir", "nochdir"])
+def test_fts_children_drops_hidden(tree, how):
+    root, srv, _ = tree
+    w = root / "walk"
+    for d in ["sub", "hiddir/inner"]:
+        (w / d).mkdir(parents=True)
+    for f in ["a", "sub/b", "sub/hid2", "hiddir/x", "hiddir/inner/y", "hidfile"]:
+        (w / f).write_text("")
+    srv.rules += [("hide", str(w / "hiddir")), ("hide", str(w / "hidfile")),
+                  ("hide", str(w / "sub/hid2"))]
+    lines, _ = hookcall(srv.path, "fts_children", w, how, cwd=root)
+    got = lines[0].split()[3:]
+    assert [g for g in got if g.startswith("c:")] == [f"c:{w}/a", f"c:{w}/sub", f"c:{w}/sub/b"]
+    assert [g for g in got if g.startswith("r:")] == [f"r:{w}", f"r:{w}/a", f"r:{w}/sub",
+                                                       f"r:{w}/sub/b"]
+    assert [g for g in got if not g.startswith(("c:", "r:"))] == [f"root:{w}"]
+    # and with a relative root
+    lines, _ = hookcall(srv.path, "fts_children", "walk", how, cwd=root)
+    assert [g for g in lines[0].split()[3:] if g.startswith("c:")] == \
+        ["c:walk/a", "c:walk/sub", "c:walk/sub/b"]

@@ -581,6 +581,49 @@ static int one(char **a, int n)
 		show_list(c, r, r == 0);
 		return 2;
 	}
+	if (!strcmp(c, "fts_children")) {
+		/* fts_children DIR chdir|nochdir: the roots list, then at every
+		 * directory fts_read returns, its fts_children list ("c:PATH"),
+		 * and what fts_read returns after it ("r:PATH") */
+		NEED(2);
+		char *roots[] = { a[1], NULL };
+		int opts = FTS_PHYSICAL | (!strcmp(a[2], "nochdir") ? FTS_NOCHDIR : 0);
+		FTS *f = fts_open(roots, opts, NULL);
+		if (!f) {
+			show_list(c, -1, 0);
+			return 3;
+		}
+		char buf[8192];
+		for (FTSENT *k = fts_children(f, 0); k; k = k->fts_link) {
+			snprintf(buf, sizeof buf, "root:%s", k->fts_name);
+			add_name(buf);
+		}
+		FTSENT *e;
+		while ((e = fts_read(f))) {
+			if (e->fts_info == FTS_DP)
+				continue;
+			snprintf(buf, sizeof buf, "r:%s", e->fts_path);
+			add_name(buf);
+			if (e->fts_info != FTS_D)
+				continue;
+			char dir[4096]; /* fts_children may reuse the path buffer */
+			snprintf(dir, sizeof dir, "%s", e->fts_path);
+			errno = 0;
+			FTSENT *k = fts_children(f, 0);
+			if (!k && errno) {
+				snprintf(buf, sizeof buf, "error:%s", dir);
+				add_name(buf);
+			}
+			for (; k; k = k->fts_link) {
+				snprintf(buf, sizeof buf, "c:%s/%s", dir, k->fts_name);
+				add_name(buf);
+			}
+		}
+		errno = 0;
+		fts_close(f);
+		show_list(c, 0, 1);
+		return 3;
+	}
 	if (!strcmp(c, "fts")) {
 		NEED(1);
 		char *roots[] = { a[1], NULL };
@@ -882,7 +925,7 @@ static int one(char **a, int n)
 		printf("mode-rw %s\n", bad ? "OK" : ename(0, errno));
 		bad = popen("true", "rx");
 		printf("mode-rx %s\n", bad ? "OK" : ename(0, errno));
-		FILE *w = popen("cat >/dev/null", "w");
+		FILE *w = popen("read x; true", "w");
 		FILE *re = popen("true", "re");
 		printf("flags w=%d re=%d\n", fcntl(fileno(w), F_GETFD) & FD_CLOEXEC,
 		       fcntl(fileno(re), F_GETFD) & FD_CLOEXEC);
