@@ -434,3 +434,32 @@ def test_fts_children_drops_hidden(tree, how):
     lines, _ = hookcall(srv.path, "fts_children", "walk", how, cwd=root)
     assert [g for g in lines[0].split()[3:] if g.startswith("c:")] == \
         ["c:walk/a", "c:walk/sub", "c:walk/sub/b"]
+
+
+# ---- the exec wrappers share one checked sequence ------------------------------
+
+def test_execveat_with_a_dirfd_and_empty_path(tree):
+    root, srv, _ = tree
+    for d in ("vis", "hid"):
+        shutil.copy("/bin/true", root / d / "prog")
+        os.chmod(root / d / "prog", 0o755)
+    lines, _ = hookcall(srv.path, "execveat-dirfd", root, "hid/prog",
+                        "execveat-dirfd", root, "vis/prog",
+                        "execveat-empty", root / "hid" / "prog",
+                        "execveat-empty", root / "vis" / "prog")
+    assert lines == ["execveat-dirfd -1 ENOENT", "execveat-dirfd 0 OK",
+                     "execveat-empty -1 ENOENT", "execveat-empty 0 OK"]
+
+
+@pytest.mark.parametrize("how", ["execvp", "execvpe", "execlp"])
+def test_file_without_interpreter_runs_under_sh(tree, how):
+    """ENOEXEC: as glibc, the execvp family runs the file with /bin/sh,
+    found by PATH or named with a slash."""
+    root, srv, _ = tree
+    script = root / "vis" / "plain"
+    script.write_text(f"{HOOKCALL} stat {root}/hid/b\n")
+    script.chmod(0o755)
+    env = env_for(srv.path)
+    env["PATH"] = f"{root}/vis:{env['PATH']}"
+    lines, _ = hookcall(srv.path, how, "keep", "plain", ";", how, "keep", script, ";", env=env)
+    assert lines == ["stat -1 ENOENT", f"{how} 0 OK", "stat -1 ENOENT", f"{how} 0 OK"]

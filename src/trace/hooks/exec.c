@@ -233,26 +233,59 @@ static void env_free(struct env *e)
 
 /* ---- exec ----------------------------------------------------------------- */
 
-static int do_execve(const char *path, char *const argv[], char *const envp[])
+/* How the real function names the program it runs. */
+enum exec_how { EXEC_PATH, EXEC_AT, EXEC_FD };
+
+/* What every exec hook does: check the target (dirfd, path, atflags) and its
+ * #! interpreters, then call the real function (execve, execveat or
+ * fexecve, by `how`) with kiln's variables put back into envp. It returns
+ * only on failure: -1 with errno. */
+static int exec_checked(enum exec_how how, void *real, int dirfd, const char *path,
+			char *const argv[], char *const envp[], int atflags)
 {
-	typedef int (*fn)(const char *, char *const[], char *const[]);
-	fn real = REAL(execve, fn);
 	kt_enter();
-	int e = check_exec(AT_FDCWD, path, 0);
-	if (e) {
-		kt_leave();
-		errno = e;
-		return -1;
+	int e = check_exec(dirfd, path, atflags);
+	if (!e) {
+		char *stack[ENV_STACK];
+		struct env env;
+		env_build(envp, &env, stack);
+		if (how == EXEC_PATH)
+			((int (*)(const char *, char *const[], char *const[]))real)(path, argv,
+										   env.vec);
+		else if (how == EXEC_FD)
+			((int (*)(int, char *const[], char *const[]))real)(dirfd, argv, env.vec);
+		else
+			((int (*)(int, const char *, char *const[], char *const[], int))real)(
+				dirfd, path, argv, env.vec, atflags);
+		e = errno;
+		env_free(&env);
 	}
-	char *stack[ENV_STACK];
-	struct env env;
-	env_build(envp, &env, stack);
-	real(path, argv, env.vec);
-	e = errno;
-	env_free(&env);
 	kt_leave();
 	errno = e;
 	return -1;
+}
+
+static int do_execve(const char *path, char *const argv[], char *const envp[])
+{
+	return exec_checked(EXEC_PATH, kt_real(&real_execve, "execve"), AT_FDCWD, path, argv,
+			    envp, 0);
+}
+
+/* glibc's fallback for a file the kernel would not run (ENOEXEC): /bin/sh
+ * with the file as its script. */
+static int exec_as_script(const char *file, char *const argv[], char *const envp[])
+{
+	size_t argc = 0;
+	while (argv[argc])
+		argc++;
+	char *nargv[argc + 3];
+	nargv[0] = (char *)"/bin/sh";
+	nargv[1] = (char *)file;
+	for (size_t i = 1; i <= argc; i++)
+		nargv[i + 1] = argv[i];
+	if (argc == 0)
+		nargv[2] = NULL;
+	return do_execve("/bin/sh", nargv, envp);
 }
 
 KT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
@@ -263,6 +296,37 @@ KT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 KT_EXPORT int execv(const char *path, char *const argv[])
 {
 	return do_execve(path, argv, environ);
+}
+
+/* PATH searches (execvp family, posix_spawnp) are done here, one candidate
+ * at a time as glibc builds them (an empty entry is the current directory):
+ * the next candidate for file into buf (KT_PATH_BUF bytes), advancing
+ * *cursor (start it at search_path()). Returns 1, -1 for an entry too long
+ * to try, 0 when the list is done. */
+static const char *search_path(void)
+{
+	const char *pathvar = getenv("PATH");
+	return pathvar ? pathvar : "/bin:/usr/bin";
+}
+
+static int next_candidate(const char **cursor, const char *file, char *buf)
+{
+	const char *start = *cursor;
+	if (!start)
+		return 0;
+	const char *p = start;
+	while (*p && *p != ':')
+		p++;
+	*cursor = *p ? p + 1 : NULL;
+	size_t dl = (size_t)(p - start), flen = strlen(file);
+	if (dl + 1 + flen >= KT_PATH_BUF)
+		return -1;
+	if (dl) {
+		memcpy(buf, start, dl);
+		buf[dl++] = '/';
+	}
+	memcpy(buf + dl, file, flen + 1);
+	return 1;
 }
 
 /* execvpe as glibc does it, but every attempt goes through the checked
@@ -276,64 +340,24 @@ static int do_execvpe(const char *file, char *const argv[], char *const envp[])
 	if (strchr(file, '/')) {
 		do_execve(file, argv, envp);
 		if (errno == ENOEXEC)
-			goto script_abs;
+			return exec_as_script(file, argv, envp);
 		return -1;
 	}
-	const char *pathvar = getenv("PATH");
-	if (!pathvar)
-		pathvar = "/bin:/usr/bin";
-	size_t flen = strlen(file);
-	int got_eacces = 0;
+	int got_eacces = 0, more;
 	char buf[KT_PATH_BUF];
-	for (const char *p = pathvar;; p++) {
-		const char *start = p;
-		while (*p && *p != ':')
-			p++;
-		size_t dl = (size_t)(p - start);
-		if (dl + 1 + flen < sizeof buf) {
-			if (dl) {
-				memcpy(buf, start, dl);
-				buf[dl++] = '/';
-			}
-			memcpy(buf + dl, file, flen + 1);
-			do_execve(buf, argv, envp);
-			if (errno == ENOEXEC) {
-				size_t argc = 0;
-				while (argv[argc])
-					argc++;
-				char *nargv[argc + 2];
-				nargv[0] = (char *)"/bin/sh";
-				nargv[1] = buf;
-				for (size_t i = 1; i <= argc; i++)
-					nargv[i + 1] = argv[i];
-				if (argc == 0)
-					nargv[2] = NULL;
-				do_execve("/bin/sh", nargv, envp);
-				return -1;
-			}
-			if (errno == EACCES)
-				got_eacces = 1;
-			else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE &&
-				 errno != ENODEV && errno != ETIMEDOUT)
-				return -1;
-		}
-		if (!*p)
-			break;
+	for (const char *cur = search_path(); (more = next_candidate(&cur, file, buf));) {
+		if (more < 0)
+			continue;
+		do_execve(buf, argv, envp);
+		if (errno == ENOEXEC)
+			return exec_as_script(buf, argv, envp);
+		if (errno == EACCES)
+			got_eacces = 1;
+		else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE &&
+			 errno != ENODEV && errno != ETIMEDOUT)
+			return -1;
 	}
 	errno = got_eacces ? EACCES : ENOENT;
-	return -1;
-script_abs:;
-	size_t argc = 0;
-	while (argv[argc])
-		argc++;
-	char *nargv[argc + 2];
-	nargv[0] = (char *)"/bin/sh";
-	nargv[1] = (char *)file;
-	for (size_t i = 1; i <= argc; i++)
-		nargv[i + 1] = argv[i];
-	if (argc == 0)
-		nargv[2] = NULL;
-	do_execve("/bin/sh", nargv, envp);
 	return -1;
 }
 
@@ -399,50 +423,18 @@ KT_EXPORT int execle(const char *path, const char *arg, ...)
 KT_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
 		       int flags)
 {
-	typedef int (*fn)(int, const char *, char *const[], char *const[], int);
-	fn real = REAL(execveat, fn);
+	void *real = kt_real(&real_execveat, "execveat");
 	if (!real) {
 		errno = ENOSYS;
 		return -1;
 	}
-	kt_enter();
-	int e = check_exec(dirfd, path, flags);
-	if (e) {
-		kt_leave();
-		errno = e;
-		return -1;
-	}
-	char *stack[ENV_STACK];
-	struct env env;
-	env_build(envp, &env, stack);
-	real(dirfd, path, argv, env.vec, flags);
-	e = errno;
-	env_free(&env);
-	kt_leave();
-	errno = e;
-	return -1;
+	return exec_checked(EXEC_AT, real, dirfd, path, argv, envp, flags);
 }
 
 KT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	typedef int (*fn)(int, char *const[], char *const[]);
-	fn real = REAL(fexecve, fn);
-	kt_enter();
-	int e = check_exec(fd, "", AT_EMPTY_PATH);
-	if (e) {
-		kt_leave();
-		errno = e;
-		return -1;
-	}
-	char *stack[ENV_STACK];
-	struct env env;
-	env_build(envp, &env, stack);
-	real(fd, argv, env.vec);
-	e = errno;
-	env_free(&env);
-	kt_leave();
-	errno = e;
-	return -1;
+	return exec_checked(EXEC_FD, kt_real(&real_fexecve, "fexecve"), fd, "", argv, envp,
+			    AT_EMPTY_PATH);
 }
 
 /* ---- posix_spawn ---------------------------------------------------------- */
@@ -483,43 +475,28 @@ KT_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_
 	if (!*file)
 		return ENOENT;
 	kt_enter();
-	int result = ENOENT;
+	int result = ENOENT, more;
 	if (strchr(file, '/')) {
 		result = kt_spawn(pid, file, fa, at, argv, envp);
 		goto out;
 	}
-	const char *pathvar = getenv("PATH");
-	if (!pathvar)
-		pathvar = "/bin:/usr/bin";
-	size_t flen = strlen(file);
 	char buf[KT_PATH_BUF];
-	for (const char *p = pathvar;; p++) {
-		const char *start = p;
-		while (*p && *p != ':')
-			p++;
-		size_t dl = (size_t)(p - start);
-		if (dl + 1 + flen < sizeof buf) {
-			if (dl) {
-				memcpy(buf, start, dl);
-				buf[dl++] = '/';
-			}
-			memcpy(buf + dl, file, flen + 1);
-			/* a relative entry is relative to where the child will be */
-			char abs[KT_PATH_BUF];
-			int r = spawn_path(fa, buf, abs);
-			const char *cand = r > 0 ? abs : buf;
-			int e = r < 0 ? -r : kt_check(AT_FDCWD, cand, KILN_A_EXEC, 0, 0);
-			if (e == EACCES || e == EIO) {
-				result = e;
-				if (e == EIO)
-					goto out;
-			} else if (!e && kt_sys4(SYS_faccessat, AT_FDCWD, cand, X_OK, 0) == 0) {
-				result = kt_spawn(pid, buf, fa, at, argv, envp);
+	for (const char *cur = search_path(); (more = next_candidate(&cur, file, buf));) {
+		if (more < 0)
+			continue;
+		/* a relative entry is relative to where the child will be */
+		char abs[KT_PATH_BUF];
+		int r = spawn_path(fa, buf, abs);
+		const char *cand = r > 0 ? abs : buf;
+		int e = r < 0 ? -r : kt_check(AT_FDCWD, cand, KILN_A_EXEC, 0, 0);
+		if (e == EACCES || e == EIO) {
+			result = e;
+			if (e == EIO)
 				goto out;
-			}
+		} else if (!e && kt_sys4(SYS_faccessat, AT_FDCWD, cand, X_OK, 0) == 0) {
+			result = kt_spawn(pid, buf, fa, at, argv, envp);
+			goto out;
 		}
-		if (!*p)
-			break;
 	}
 out:
 	kt_leave();

@@ -857,6 +857,30 @@ static int one(char **a, int n)
 		fflush(stdout);
 		return k < n ? k + 1 : k;
 	}
+	if (!strcmp(c, "execveat-dirfd") || !strcmp(c, "execveat-empty")) {
+		/* execveat-dirfd DIR REL ; or execveat-empty PROG ; with fds opened
+		 * behind kiln's back */
+		NEED(1);
+		int dir = !strcmp(c, "execveat-dirfd");
+		int fd = raw_open(a[1]);
+		char *argv[] = { dir ? a[2] : a[1], NULL };
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid == 0) {
+			if (dir)
+				execveat(fd, a[2], argv, environ, 0);
+			else
+				execveat(fd, "", argv, environ, AT_EMPTY_PATH);
+			printf("%s -1 %s\n", c, ename(0, errno));
+			fflush(stdout);
+			_exit(127);
+		}
+		int s = spawn_wait(pid);
+		if (s != 127)
+			printf("%s %d OK\n", c, s);
+		fflush(stdout);
+		return dir ? 3 : 2;
+	}
 	if (!strcmp(c, "system")) {
 		NEED(1);
 		fflush(stdout);
