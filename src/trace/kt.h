@@ -118,6 +118,10 @@ int kt_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
  * when they do not change directory, or a negative errno. */
 int kt_spawn_dir(const posix_spawn_file_actions_t *fa, char *out);
 
+/* ... and the errno a spawn with fa must fail with because one of its open
+ * actions names a hidden or refused file (0: none). */
+int kt_spawn_refused(const posix_spawn_file_actions_t *fa);
+
 /* In the child of a fork: forget the parent's connections. */
 void kt_client_after_fork(void);
 

@@ -463,3 +463,23 @@ def test_file_without_interpreter_runs_under_sh(tree, how):
     env["PATH"] = f"{root}/vis:{env['PATH']}"
     lines, _ = hookcall(srv.path, how, "keep", "plain", ";", how, "keep", script, ";", env=env)
     assert lines == ["stat -1 ENOENT", f"{how} 0 OK", "stat -1 ENOENT", f"{how} 0 OK"]
+
+
+def test_spawn_open_file_actions_are_checked(tree):
+    """glibc opens addopen files in the child with internal calls: a hidden
+    file fails the spawn as a missing one would (ENOENT), a refused write
+    with EACCES, relative names where the chdir actions leave the child."""
+    root, srv, _ = tree
+    lines, _ = hookcall(
+        srv.path,
+        "spawn-cd", "spawn", f"open:{root}/hid/b", "/bin/true", ";",
+        "spawn-cd", "spawn", f"open:{root}/vis/a", "/bin/true", ";",
+        "spawn-cd", "spawn", f"openw:{root}/ro/f", "/bin/true", ";",
+        "spawn-cd", "spawn", f"open:{root}/ro/f", "/bin/true", ";",
+        "spawn-cd", "spawn", "cd:hid", "open:b", "/bin/true", ";",
+        "spawn-cd", "spawn", "open:vis/c", "cd:vis", "open:a", "/bin/true", ";",
+        "spawn-cd", "spawnp", f"open:{root}/vis/c", "true", ";",
+        "spawn-cd", "spawn", "cd:vis", "open:a", "/bin/true", ";",
+        cwd=root)
+    assert lines == ["spawn -1 ENOENT", "spawn 0 OK", "spawn -1 EACCES", "spawn 0 OK",
+                     "spawn -1 ENOENT", "spawn -1 ENOENT", "spawnp -1 ENOENT", "spawn 0 OK"]

@@ -445,6 +445,9 @@ typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t 
 int kt_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
 	     const posix_spawnattr_t *at, char *const argv[], char *const envp[])
 {
+	int refused = fa ? kt_spawn_refused(fa) : 0;
+	if (refused)
+		return refused;
 	char abs[KT_PATH_BUF];
 	int r = path && path[0] ? spawn_path(fa, path, abs) : 0;
 	int e = r < 0 ? -r : r > 0 ? check_exec_abs(abs, 0) : check_exec(AT_FDCWD, path, 0);
@@ -475,7 +478,10 @@ KT_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_
 	if (!*file)
 		return ENOENT;
 	kt_enter();
-	int result = ENOENT, more;
+	int result = fa ? kt_spawn_refused(fa) : 0, more;
+	if (result)
+		goto out; /* the child would fail in its file actions, before the search */
+	result = ENOENT;
 	if (strchr(file, '/')) {
 		result = kt_spawn(pid, file, fa, at, argv, envp);
 		goto out;

@@ -1,4 +1,5 @@
-/* Where posix_spawn's file actions leave the child's current directory.
+/* What posix_spawn's file actions do that kiln must know: where they leave
+ * the child's current directory, and whether a file they open is hidden.
  *
  * posix_spawn_file_actions_t is opaque (its actions array has a type private
  * to glibc), so the directory actions are not read back from it: the
@@ -13,7 +14,10 @@
  * earlier actions of the same object opened or dup'ed is taken as the
  * parent's fd of that number; copies of the object (which POSIX leaves
  * undefined) are not followed; with the table full, addchdir_np and
- * addfchdir_np fail with ENOMEM rather than spawn unchecked. */
+ * addfchdir_np fail with ENOMEM rather than spawn unchecked.
+ *
+ * The files that addopen names are checked when the action is added (see
+ * posix_spawn_file_actions_addopen below). */
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -30,11 +34,12 @@ static struct entry {
 	const void *_Atomic key; /* the file actions object; NULL: free */
 	int anchor, fd;
 	char rel[KT_PATH_BUF]; /* relative to the anchor, lexically clean */
+	int refused;           /* errno an open action's file got, or 0 */
 } table[ENTRIES];
 static _Atomic int in_use;
 
 static void *_Atomic real_init, *_Atomic real_destroy, *_Atomic real_addchdir,
-	*_Atomic real_addfchdir;
+	*_Atomic real_addfchdir, *_Atomic real_addopen;
 
 static struct entry *find(const void *fa)
 {
@@ -56,6 +61,7 @@ static struct entry *find_or_claim(const void *fa)
 		if (atomic_compare_exchange_strong(&table[i].key, &want, fa)) {
 			table[i].anchor = ANCHOR_CWD;
 			table[i].rel[0] = '\0';
+			table[i].refused = 0;
 			atomic_fetch_add(&in_use, 1);
 			return &table[i];
 		}
@@ -148,18 +154,17 @@ KT_EXPORT int posix_spawn_file_actions_addfchdir_np(posix_spawn_file_actions_t *
 	return 0;
 }
 
-int kt_spawn_dir(const posix_spawn_file_actions_t *fa, char *out)
+/* The directory the actions recorded in e (none: NULL) leave the child in,
+ * absolute and clean, into out. Length or -errno. */
+static int dir_of(const struct entry *e, char *out)
 {
-	struct entry *e = find(fa);
-	if (!e)
-		return 0;
 	char base[KT_PATH_BUF];
-	int n;
-	if (e->anchor == ANCHOR_ROOT) {
+	int anchor = e ? e->anchor : ANCHOR_CWD;
+	if (anchor == ANCHOR_ROOT) {
 		base[0] = '/';
 		base[1] = '\0';
-	} else if (e->anchor == ANCHOR_FD) {
-		n = kt_fd_path(e->fd, base);
+	} else if (anchor == ANCHOR_FD) {
+		int n = kt_fd_path(e->fd, base);
 		if (n < 0)
 			return n;
 	} else {
@@ -169,6 +174,54 @@ int kt_spawn_dir(const posix_spawn_file_actions_t *fa, char *out)
 		if (base[0] != '/')
 			return -ENOENT;
 	}
-	n = kt_path_join(base, e->rel, out);
+	return kt_path_join(base, e ? e->rel : "", out);
+}
+
+int kt_spawn_dir(const posix_spawn_file_actions_t *fa, char *out)
+{
+	struct entry *e = find(fa);
+	if (!e)
+		return 0;
+	int n = dir_of(e, out);
 	return n < 0 ? n : 1;
+}
+
+/* addopen: glibc opens the file in the child, before the exec, with an
+ * internal call no hook sees. So it is checked here, as the child will name
+ * it (a relative name under the directory the earlier actions leave it in,
+ * taken from the parent's cwd now), and a refusal is kept for the spawn to
+ * fail with, as it would for a missing file. */
+KT_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa, int fd,
+						const char *path, int oflag, mode_t mode)
+{
+	typedef int (*fn)(posix_spawn_file_actions_t *, int, const char *, int, mode_t);
+	fn real = (fn)kt_real(&real_addopen, "posix_spawn_file_actions_addopen");
+	kt_enter();
+	struct entry *e = find(fa);
+	char abs[KT_PATH_BUF];
+	int err = 0;
+	if (path[0] != '/') {
+		char dir[KT_PATH_BUF];
+		int n = dir_of(e, dir);
+		if (n >= 0)
+			n = kt_path_join(dir, path, abs);
+		err = n < 0 ? -n : 0;
+	}
+	if (!err)
+		err = kt_check(AT_FDCWD, path[0] == '/' ? path : abs, kt_open_access(oflag),
+			       kt_open_qflags(oflag), 0);
+	if (err && !e)
+		e = find_or_claim(fa);
+	kt_leave();
+	if (err && !e)
+		return ENOMEM;
+	if (err && !e->refused)
+		e->refused = err;
+	return real(fa, fd, path, oflag, mode);
+}
+
+int kt_spawn_refused(const posix_spawn_file_actions_t *fa)
+{
+	struct entry *e = find(fa);
+	return e ? e->refused : 0;
 }

@@ -827,18 +827,25 @@ static int one(char **a, int n)
 		return k < n ? k + 1 : k;
 	}
 	if (!strcmp(c, "spawn-cd")) {
-		/* spawn-cd spawn|spawnp [cd:DIR|fcd:DIR]... PROG ARGS... ;
+		/* spawn-cd spawn|spawnp [cd:DIR|fcd:DIR|open:FILE|openw:FILE]...
+		 *   PROG ARGS... ;
 		 * posix_spawn(p) with file actions that change directory (fcd opens
-		 * DIR without the hooks, as a program's earlier fd would be) */
+		 * DIR without the hooks, as a program's earlier fd would be) or open
+		 * FILE onto fd 50 (read-only, or write-only) */
 		NEED(2);
 		posix_spawn_file_actions_t fa;
 		posix_spawn_file_actions_init(&fa);
 		int k = 2;
-		for (; k < n && (!strncmp(a[k], "cd:", 3) || !strncmp(a[k], "fcd:", 4)); k++) {
+		for (; k < n && (!strncmp(a[k], "cd:", 3) || !strncmp(a[k], "fcd:", 4) ||
+				 !strncmp(a[k], "open:", 5) || !strncmp(a[k], "openw:", 6)); k++) {
 			if (a[k][0] == 'c')
 				posix_spawn_file_actions_addchdir_np(&fa, a[k] + 3);
-			else
+			else if (a[k][0] == 'f')
 				posix_spawn_file_actions_addfchdir_np(&fa, raw_open(a[k] + 4));
+			else if (a[k][4] == ':')
+				posix_spawn_file_actions_addopen(&fa, 50, a[k] + 5, O_RDONLY, 0);
+			else
+				posix_spawn_file_actions_addopen(&fa, 50, a[k] + 6, O_WRONLY, 0);
 		}
 		char *argv[64];
 		int m = 0;
