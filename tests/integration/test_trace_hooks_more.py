@@ -245,14 +245,14 @@ def test_setid_exec_is_reported(tree):
     assert os.stat(prog).st_mode & st.S_ISGID
     lines, _ = hookcall(srv.path, "exec-env", "keep", prog, ";")
     assert lines == ["exec-env 0 OK"]
-    assert [(e[1], e[2]) for e in srv.events] == [(1, str(prog))]
+    assert [(e[1], e[2]) for e in srv.events_when(1)] == [(1, str(prog))]
 
 
 def test_static_exec_is_reported(tree):
     root, srv, _ = tree
     lines, _ = hookcall(srv.path, "exec-env", "keep", "/sbin/ldconfig", "--version", ";")
     assert lines[-1] == "exec-env 0 OK"
-    assert [(e[1], e[2]) for e in srv.events] == [(2, "/sbin/ldconfig")]
+    assert [(e[1], e[2]) for e in srv.events_when(1)] == [(2, "/sbin/ldconfig")]
 
 
 # ---- kiln's environment survives the program ---------------------------------

@@ -256,6 +256,23 @@ static int spawn_wait(pid_t pid)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* A child that tried to exec: it says why it failed; the parent reports
+ * the status of one that did run. */
+static void exec_failed(const char *c)
+{
+	printf("%s -1 %s\n", c, ename(0, errno));
+	fflush(stdout);
+	_exit(127);
+}
+
+static void exec_report(const char *c, pid_t pid)
+{
+	int s = spawn_wait(pid);
+	if (s != 127)
+		printf("%s %d OK\n", c, s);
+	fflush(stdout);
+}
+
 /* Environment variants for exec: clear, unset LD_PRELOAD, empty it, or point
  * KILN_SOCKET elsewhere. */
 static char **env_variant(const char *how)
@@ -815,13 +832,9 @@ static int one(char **a, int n)
 					environ = envp;
 					execl(argv[0], argv[0], argv[1], argv[2], argv[3], (char *)NULL);
 				}
-				printf("%s -1 %s\n", c, ename(0, errno));
-				fflush(stdout);
-				_exit(127);
+				exec_failed(c);
 			}
-			int s = spawn_wait(pid);
-			if (s != 127)
-				printf("%s %d OK\n", c, s);
+			exec_report(c, pid);
 		}
 		fflush(stdout);
 		return k < n ? k + 1 : k;
@@ -878,14 +891,9 @@ static int one(char **a, int n)
 				execveat(fd, a[2], argv, environ, 0);
 			else
 				execveat(fd, "", argv, environ, AT_EMPTY_PATH);
-			printf("%s -1 %s\n", c, ename(0, errno));
-			fflush(stdout);
-			_exit(127);
+			exec_failed(c);
 		}
-		int s = spawn_wait(pid);
-		if (s != 127)
-			printf("%s %d OK\n", c, s);
-		fflush(stdout);
+		exec_report(c, pid);
 		return dir ? 3 : 2;
 	}
 	if (!strcmp(c, "system")) {
