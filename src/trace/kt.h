@@ -8,6 +8,7 @@
 #ifndef KILN_TRACE_KT_H
 #define KILN_TRACE_KT_H
 
+#include <spawn.h>
 #include <stdatomic.h>
 #include <stddef.h>
 
@@ -105,6 +106,21 @@ int kt_release_fd_number(int fd);
  * whether dup2/dup3(oldfd, newfd) may go ahead (0 or an errno). */
 int kt_close_range_around(unsigned first, unsigned last, int flags);
 int kt_dup_target_ok(int oldfd, int newfd);
+
+/* hooks/exec.c: posix_spawn of path after checking it (and its #!
+ * interpreters) with kiln's environment put into envp. Returns 0 or an
+ * errno, as posix_spawn does. */
+int kt_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+	     const posix_spawnattr_t *attr, char *const argv[], char *const envp[]);
+
+/* hooks/spawndir.c: the directory the file actions fa leave the child in
+ * (absolute, lexically clean, into out: KT_PATH_BUF bytes). Returns 1, 0
+ * when they do not change directory, or a negative errno. */
+int kt_spawn_dir(const posix_spawn_file_actions_t *fa, char *out);
+
+/* ... and the errno a spawn with fa must fail with because one of its open
+ * actions names a hidden or refused file (0: none). */
+int kt_spawn_refused(const posix_spawn_file_actions_t *fa);
 
 /* In the child of a fork: forget the parent's connections. */
 void kt_client_after_fork(void);

@@ -11,6 +11,7 @@ import socket
 import struct
 import tempfile
 import threading
+import time
 
 STAT, READ, WRITE, EXEC, LIST, CREATE, DELETE = (1 << i for i in range(7))
 NOFOLLOW = 1
@@ -143,6 +144,18 @@ class FakeServer:
             return
         finally:
             c.close()
+
+    def events_when(self, n, timeout=10):
+        """The events, once at least n have arrived (events are one-way
+        messages: the client does not wait for the server to read them)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if len(self.events) >= n:
+                    break
+            time.sleep(0.01)
+        with self.lock:
+            return list(self.events)
 
     def queries(self):
         with self.lock:

@@ -106,6 +106,9 @@ def test_every_hooked_function_is_covered(tmp_path, tree):
     for lister in ["readdir", "readdir_r", "getdents64", "sys_getdents64", "scandir",
                    "nftw", "ftw", "fts"]:
         args += [lister, root / "vis"]
+    args += ["fts_children", root / "vis", "chdir", "fts_children", root / "vis", "nochdir"]
+    args += ["spawn-cd", "spawn", f"cd:{root}", "vis/x", ";",
+             "system-raw", "exit 3", "popen-modes"]
     args += ["glob", f"{root}/*/*", "dlopen", "libm.so.6", "dlopen", "/lib/x86_64-linux-gnu/libz.so.1"]
     args += ["spawn", "keep", HOOKCALL, "stat", f"{root}/vis/a", ";",
              "spawnp", "keep", "true", ";",

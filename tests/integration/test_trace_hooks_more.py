@@ -245,14 +245,14 @@ def test_setid_exec_is_reported(tree):
     assert os.stat(prog).st_mode & st.S_ISGID
     lines, _ = hookcall(srv.path, "exec-env", "keep", prog, ";")
     assert lines == ["exec-env 0 OK"]
-    assert [(e[1], e[2]) for e in srv.events] == [(1, str(prog))]
+    assert [(e[1], e[2]) for e in srv.events_when(1)] == [(1, str(prog))]
 
 
 def test_static_exec_is_reported(tree):
     root, srv, _ = tree
     lines, _ = hookcall(srv.path, "exec-env", "keep", "/sbin/ldconfig", "--version", ";")
     assert lines[-1] == "exec-env 0 OK"
-    assert [(e[1], e[2]) for e in srv.events] == [(2, "/sbin/ldconfig")]
+    assert [(e[1], e[2]) for e in srv.events_when(1)] == [(2, "/sbin/ldconfig")]
 
 
 # ---- kiln's environment survives the program ---------------------------------
@@ -327,3 +327,159 @@ def test_path_search_skips_hidden_candidates(tree, how):
     env["PATH"] = f"{root}/hid:{root}/vis:/usr/bin:/bin"
     lines, _ = hookcall(srv.path, how, "keep", "tool", ";", env=env)
     assert lines == ["visible", f"{how} 0 OK"]
+
+
+# ---- system() and popen() leave the program's environment alone ----------------
+
+def test_system_does_not_touch_the_callers_environ(tree):
+    """Another thread reading environ or calling setenv while system() runs
+    sees the program's own environment, and its setenv is not undone."""
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, "unsetenv", "system-envrace",
+                        "system", f"{HOOKCALL} stat {root}/hid/b")
+    assert lines == ["system-envrace 0 environ=same setenv=kept",
+                     "stat -1 ENOENT", "system 0 OK"]
+
+
+def test_popen_does_not_touch_the_callers_environ(tree):
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, "unsetenv", "popen-envrace", 100,
+                        "popen", f"{HOOKCALL} stat {root}/hid/b")
+    assert lines == ["popen-envrace 0 environ=same", "stat -1 ENOENT", "popen 0 OK"]
+
+
+def test_system_signal_semantics(tree):
+    """As glibc's: the caller ignores SIGINT and SIGQUIT during the call, the
+    shell gets them back at their default; NULL asks whether a shell exists."""
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, "system-raw", "kill -INT $PPID; kill -QUIT $PPID; exit 4",
+                        "system-raw", "kill -INT $$", "system-raw", "NULL")
+    assert lines == ["system-raw 4 OK", "system-raw signal 2", "system-raw NULL 1"]
+
+
+def test_popen_keeps_glibcs_contract(tree):
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, "popen-modes")
+    assert lines == ["mode-rw EINVAL", "mode-rx EINVAL", "flags w=0 re=1",
+                     "earlier stream in child: closed", "pclose 0", "pclose 0",
+                     "fclose 0", "fclose 5"]
+
+
+def test_hidden_shell(tmp_path):
+    """A hidden /bin/sh: system() reports it as glibc reports a shell that
+    cannot be spawned (status 127, errno set), popen() fails with it."""
+    with FakeServer([("hide", os.path.realpath("/bin") + "/sh")]) as srv:
+        lines, _ = hookcall(srv.path, "system-raw", "true", "popen", "true")
+    assert lines == ["system-raw 127 ENOENT", "popen -1 ENOENT"]
+
+
+# ---- posix_spawn file actions that change directory --------------------------
+
+def test_spawn_relative_target_after_chdir_actions(tree):
+    """A relative target is looked up where the file actions leave the child:
+    addchdir_np (absolute, relative, chained) and addfchdir_np."""
+    root, srv, _ = tree
+    for d in ("vis", "hid"):
+        shutil.copy("/bin/true", root / d / "prog")
+        os.chmod(root / d / "prog", 0o755)
+    lines, _ = hookcall(
+        srv.path,
+        "spawn-cd", "spawn", f"cd:{root}/hid", "./prog", ";",
+        "spawn-cd", "spawn", f"cd:{root}/vis", "./prog", ";",
+        "spawn-cd", "spawn", "cd:vis", "cd:../hid", "prog", ";",
+        "spawn-cd", "spawn", "cd:vis", "cd:sub", "cd:..", "prog", ";",
+        "spawn-cd", "spawn", "cd:hid", "cd:../vis", "prog", ";",  # through hid/
+        "spawn-cd", "spawn", f"fcd:{root}/hid", "prog", ";",
+        "spawn-cd", "spawn", f"cd:{root}/vis", f"fcd:{root}/hid", "prog", ";",
+        "spawn-cd", "spawn", f"fcd:{root}/hid", "cd:../vis", "prog", ";",  # through hid/
+        "spawn-cd", "spawn", f"fcd:{root}/vis", "prog", ";",
+        "spawn-cd", "spawn", f"fcd:{root}/vis", f"{root}/hid/prog", ";",
+        cwd=root)
+    assert lines == ["spawn -1 ENOENT", "spawn 0 OK", "spawn -1 ENOENT", "spawn 0 OK",
+                     "spawn -1 ENOENT", "spawn -1 ENOENT", "spawn -1 ENOENT", "spawn -1 ENOENT",
+                     "spawn 0 OK", "spawn -1 ENOENT"]
+
+
+def test_spawnp_relative_path_entry_after_chdir_actions(tree):
+    root, srv, _ = tree
+    for d in ("vis", "hid"):
+        shutil.copy("/bin/true", root / d / "prog")
+        os.chmod(root / d / "prog", 0o755)
+    env = env_for(srv.path)
+    env["PATH"] = "."
+    lines, _ = hookcall(srv.path, "spawn-cd", "spawnp", "cd:hid", "prog", ";",
+                        "spawn-cd", "spawnp", "cd:vis", "prog", ";", env=env, cwd=root)
+    assert lines == ["spawnp -1 ENOENT", "spawnp 0 OK"]
+
+
+# ---- fts_children -----------------------------------------------------------------
+
+@pytest.mark.parametrize("how", ["chdir", "nochdir"])
+def test_fts_children_drops_hidden(tree, how):
+    root, srv, _ = tree
+    w = root / "walk"
+    for d in ["sub", "hiddir/inner"]:
+        (w / d).mkdir(parents=True)
+    for f in ["a", "sub/b", "sub/hid2", "hiddir/x", "hiddir/inner/y", "hidfile"]:
+        (w / f).write_text("")
+    srv.rules += [("hide", str(w / "hiddir")), ("hide", str(w / "hidfile")),
+                  ("hide", str(w / "sub/hid2"))]
+    lines, _ = hookcall(srv.path, "fts_children", w, how, cwd=root)
+    got = lines[0].split()[3:]
+    assert [g for g in got if g.startswith("c:")] == [f"c:{w}/a", f"c:{w}/sub", f"c:{w}/sub/b"]
+    assert [g for g in got if g.startswith("r:")] == [f"r:{w}", f"r:{w}/a", f"r:{w}/sub",
+                                                       f"r:{w}/sub/b"]
+    assert [g for g in got if not g.startswith(("c:", "r:"))] == [f"root:{w}"]
+    # and with a relative root
+    lines, _ = hookcall(srv.path, "fts_children", "walk", how, cwd=root)
+    assert [g for g in lines[0].split()[3:] if g.startswith("c:")] == \
+        ["c:walk/a", "c:walk/sub", "c:walk/sub/b"]
+
+
+# ---- the exec wrappers share one checked sequence ------------------------------
+
+def test_execveat_with_a_dirfd_and_empty_path(tree):
+    root, srv, _ = tree
+    for d in ("vis", "hid"):
+        shutil.copy("/bin/true", root / d / "prog")
+        os.chmod(root / d / "prog", 0o755)
+    lines, _ = hookcall(srv.path, "execveat-dirfd", root, "hid/prog",
+                        "execveat-dirfd", root, "vis/prog",
+                        "execveat-empty", root / "hid" / "prog",
+                        "execveat-empty", root / "vis" / "prog")
+    assert lines == ["execveat-dirfd -1 ENOENT", "execveat-dirfd 0 OK",
+                     "execveat-empty -1 ENOENT", "execveat-empty 0 OK"]
+
+
+@pytest.mark.parametrize("how", ["execvp", "execvpe", "execlp"])
+def test_file_without_interpreter_runs_under_sh(tree, how):
+    """ENOEXEC: as glibc, the execvp family runs the file with /bin/sh,
+    found by PATH or named with a slash."""
+    root, srv, _ = tree
+    script = root / "vis" / "plain"
+    script.write_text(f"{HOOKCALL} stat {root}/hid/b\n")
+    script.chmod(0o755)
+    env = env_for(srv.path)
+    env["PATH"] = f"{root}/vis:{env['PATH']}"
+    lines, _ = hookcall(srv.path, how, "keep", "plain", ";", how, "keep", script, ";", env=env)
+    assert lines == ["stat -1 ENOENT", f"{how} 0 OK", "stat -1 ENOENT", f"{how} 0 OK"]
+
+
+def test_spawn_open_file_actions_are_checked(tree):
+    """glibc opens addopen files in the child with internal calls: a hidden
+    file fails the spawn as a missing one would (ENOENT), a refused write
+    with EACCES, relative names where the chdir actions leave the child."""
+    root, srv, _ = tree
+    lines, _ = hookcall(
+        srv.path,
+        "spawn-cd", "spawn", f"open:{root}/hid/b", "/bin/true", ";",
+        "spawn-cd", "spawn", f"open:{root}/vis/a", "/bin/true", ";",
+        "spawn-cd", "spawn", f"openw:{root}/ro/f", "/bin/true", ";",
+        "spawn-cd", "spawn", f"open:{root}/ro/f", "/bin/true", ";",
+        "spawn-cd", "spawn", "cd:hid", "open:b", "/bin/true", ";",
+        "spawn-cd", "spawn", "open:vis/c", "cd:vis", "open:a", "/bin/true", ";",
+        "spawn-cd", "spawnp", f"open:{root}/vis/c", "true", ";",
+        "spawn-cd", "spawn", "cd:vis", "open:a", "/bin/true", ";",
+        cwd=root)
+    assert lines == ["spawn -1 ENOENT", "spawn 0 OK", "spawn -1 EACCES", "spawn 0 OK",
+                     "spawn -1 ENOENT", "spawn -1 ENOENT", "spawnp -1 ENOENT", "spawn 0 OK"]

@@ -9,8 +9,9 @@
  *    keep that buffer consistent;
  *  - scandir filters glibc's result in one batch before the caller's filter
  *    and sort run;
- *  - nftw/ftw, fts_read and glob drop hidden entries as glibc reports them
- *    (one question per entry; a hidden directory is not descended into). */
+ *  - nftw/ftw, fts_read, fts_children and glob drop hidden entries as glibc
+ *    reports them (one question per entry; a hidden directory is not
+ *    descended into). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +31,7 @@ static void *_Atomic real_readdir64, *_Atomic real_closedir, *_Atomic real_rewin
 	*_Atomic real_seekdir, *_Atomic real_telldir, *_Atomic real_getdents64,
 	*_Atomic real_scandirat, *_Atomic real_nftw, *_Atomic real_fts_read, *_Atomic real_fts_open, *_Atomic real_fts64_open,
 	*_Atomic real_fts_set, *_Atomic real_fts64_read, *_Atomic real_fts64_set,
+	*_Atomic real_fts_children, *_Atomic real_fts64_children,
 	*_Atomic real_glob, *_Atomic real_glob64;
 
 /* On x86-64 struct dirent and struct dirent64 are the same, and so is the
@@ -555,6 +557,71 @@ KT_EXPORT FTSENT64 *fts64_read(FTS64 *f)
 {
 	return (FTSENT64 *)fts_next((FTS *)f, kt_real(&real_fts64_read, "fts64_read"),
 			kt_real(&real_fts64_set, "fts64_set"));
+}
+
+/* fts_children: hidden entries are unlinked from the list (a hidden root
+ * stays, reported as missing) (and from
+ * f->fts_child, the copy fts_read goes on with). Entries of the roots list
+ * are relative to the cwd as they were given; the others are named relative
+ * to their directory, whose fts_accpath is valid from the cwd right after
+ * fts_read returned it. fts never sees an unlinked entry again, so it stays
+ * allocated until exit (freeing it would assume how fts allocates). */
+static FTSENT *fts_kids(FTS *f, int opts, void *childp)
+{
+	FTSENT *(*children)(FTS *, int) = (FTSENT * (*)(FTS *, int)) childp;
+	kt_enter();
+	FTSENT *head = children(f, opts), *given = head;
+	int saved = errno;
+	FTSENT **link = &head;
+	while (*link) {
+		FTSENT *e = *link;
+		const char *path = e->fts_accpath;
+		char buf[KT_PATH_BUF];
+		int err = 0;
+		if (e->fts_level != FTS_ROOTLEVEL && e->fts_parent && e->fts_parent->fts_accpath) {
+			const char *dir = e->fts_parent->fts_accpath;
+			size_t dl = strlen(dir), nl = strlen(e->fts_name);
+			if (dl + 1 + nl < sizeof buf) {
+				memcpy(buf, dir, dl);
+				buf[dl] = '/';
+				memcpy(buf + dl + 1, e->fts_name, nl + 1);
+				path = buf;
+			} else {
+				err = ENAMETOOLONG;
+			}
+		}
+		if (!err)
+			err = kt_check(AT_FDCWD, path, KILN_A_STAT, KILN_Q_NOFOLLOW, 0);
+		if (err == ENOENT && e->fts_level == FTS_ROOTLEVEL) {
+			/* a hidden root reads as a missing one, as from fts_read */
+			e->fts_info = FTS_NS;
+			e->fts_errno = ENOENT;
+		} else if (err == ENOENT) {
+			*link = e->fts_link;
+			continue;
+		} else if (err) {
+			kt_leave();
+			errno = err;
+			return NULL;
+		}
+		link = &e->fts_link;
+	}
+	if (f->fts_child == given) /* not for the roots list, which fts_read walks itself */
+		f->fts_child = head;
+	kt_leave();
+	errno = saved;
+	return head;
+}
+
+KT_EXPORT FTSENT *fts_children(FTS *f, int opts)
+{
+	return fts_kids(f, opts, kt_real(&real_fts_children, "fts_children"));
+}
+
+KT_EXPORT FTSENT64 *fts64_children(FTS64 *f, int opts)
+{
+	return (FTSENT64 *)fts_kids((FTS *)f, opts,
+				    kt_real(&real_fts64_children, "fts64_children"));
 }
 
 /* ---- glob ---------------------------------------------------------------------- */

@@ -1,4 +1,4 @@
-/* The exec family, posix_spawn, system and popen.
+/* The exec family and posix_spawn.
  *
  * glibc runs execvp, posix_spawn, system and popen on internal exec calls
  * that no preload library sees, so each entry point is hooked here: the
@@ -7,7 +7,8 @@
  * LD_PRELOAD) or a static binary (which ignores it) is reported to the
  * server, and kiln's environment captured at start-up is put back into the
  * environment the new program gets, whatever the program did to it
- * (`env -i`, `env -u LD_PRELOAD`, `LD_PRELOAD=`). */
+ * (`env -i`, `env -u LD_PRELOAD`, `LD_PRELOAD=`). system and popen are in
+ * shell.c, on top of kt_spawn. */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +28,7 @@ extern char **environ;
 
 #define REAL(name, type) ((type)kt_real(&real_##name, #name))
 static void *_Atomic real_execve, *_Atomic real_execveat, *_Atomic real_fexecve,
-	*_Atomic real_posix_spawn, *_Atomic real_system, *_Atomic real_popen;
+	*_Atomic real_posix_spawn;
 
 /* ---- what is about to run ------------------------------------------------ */
 
@@ -76,23 +77,12 @@ static void inspect(int fd, const char *shown_path, char *interp, size_t cap)
 	kiln_event(KILN_E_STATIC_EXEC, shown_path);
 }
 
-/* Checks an exec target given as (dirfd, path, atflags), then its #!
- * interpreters. Returns 0 or the errno the exec must fail with. */
-static int check_exec(int dirfd, const char *path, int atflags)
+/* Checks an exec target given as an absolute clean path (abs is used as
+ * scratch), then its #! interpreters. Returns 0 or the errno the exec must
+ * fail with. */
+static int check_exec_abs(char *abs, unsigned qf)
 {
-	char abs[KT_PATH_BUF];
-	if (!path)
-		return 0;
 	int n;
-	if (!path[0] && (atflags & AT_EMPTY_PATH))
-		n = kt_fd_path(dirfd, abs);
-	else if (!path[0])
-		return 0; /* execve reports ENOENT itself */
-	else
-		n = kt_path_at(dirfd, path, abs);
-	if (n < 0)
-		return -n;
-	unsigned qf = (atflags & AT_SYMLINK_NOFOLLOW) ? KILN_Q_NOFOLLOW : 0;
 	for (int depth = 0; depth < 5; depth++) {
 		int e = kt_verdict_errno(kiln_ask(abs, KILN_A_EXEC, qf), KILN_A_EXEC);
 		if (e)
@@ -111,6 +101,40 @@ static int check_exec(int dirfd, const char *path, int atflags)
 		qf = 0;
 	}
 	return 0;
+}
+
+/* Checks an exec target given as (dirfd, path, atflags), then its #!
+ * interpreters. Returns 0 or the errno the exec must fail with. */
+static int check_exec(int dirfd, const char *path, int atflags)
+{
+	char abs[KT_PATH_BUF];
+	if (!path)
+		return 0;
+	int n;
+	if (!path[0] && (atflags & AT_EMPTY_PATH))
+		n = kt_fd_path(dirfd, abs);
+	else if (!path[0])
+		return 0; /* execve reports ENOENT itself */
+	else
+		n = kt_path_at(dirfd, path, abs);
+	if (n < 0)
+		return -n;
+	return check_exec_abs(abs, (atflags & AT_SYMLINK_NOFOLLOW) ? KILN_Q_NOFOLLOW : 0);
+}
+
+/* Where a spawn's relative path points in the child: under the directory
+ * its file actions leave it in, if they change it. Returns 1 with the
+ * absolute path in abs, 0 when the parent's cwd applies, or -errno. */
+static int spawn_path(const posix_spawn_file_actions_t *fa, const char *path, char *abs)
+{
+	if (!fa || path[0] == '/')
+		return 0;
+	char dir[KT_PATH_BUF];
+	int r = kt_spawn_dir(fa, dir);
+	if (r <= 0)
+		return r;
+	int n = kt_path_join(dir, path, abs);
+	return n < 0 ? n : 1;
 }
 
 /* ---- kiln's environment, restored ------------------------------------------ */
@@ -209,26 +233,59 @@ static void env_free(struct env *e)
 
 /* ---- exec ----------------------------------------------------------------- */
 
-static int do_execve(const char *path, char *const argv[], char *const envp[])
+/* How the real function names the program it runs. */
+enum exec_how { EXEC_PATH, EXEC_AT, EXEC_FD };
+
+/* What every exec hook does: check the target (dirfd, path, atflags) and its
+ * #! interpreters, then call the real function (execve, execveat or
+ * fexecve, by `how`) with kiln's variables put back into envp. It returns
+ * only on failure: -1 with errno. */
+static int exec_checked(enum exec_how how, void *real, int dirfd, const char *path,
+			char *const argv[], char *const envp[], int atflags)
 {
-	typedef int (*fn)(const char *, char *const[], char *const[]);
-	fn real = REAL(execve, fn);
 	kt_enter();
-	int e = check_exec(AT_FDCWD, path, 0);
-	if (e) {
-		kt_leave();
-		errno = e;
-		return -1;
+	int e = check_exec(dirfd, path, atflags);
+	if (!e) {
+		char *stack[ENV_STACK];
+		struct env env;
+		env_build(envp, &env, stack);
+		if (how == EXEC_PATH)
+			((int (*)(const char *, char *const[], char *const[]))real)(path, argv,
+										   env.vec);
+		else if (how == EXEC_FD)
+			((int (*)(int, char *const[], char *const[]))real)(dirfd, argv, env.vec);
+		else
+			((int (*)(int, const char *, char *const[], char *const[], int))real)(
+				dirfd, path, argv, env.vec, atflags);
+		e = errno;
+		env_free(&env);
 	}
-	char *stack[ENV_STACK];
-	struct env env;
-	env_build(envp, &env, stack);
-	real(path, argv, env.vec);
-	e = errno;
-	env_free(&env);
 	kt_leave();
 	errno = e;
 	return -1;
+}
+
+static int do_execve(const char *path, char *const argv[], char *const envp[])
+{
+	return exec_checked(EXEC_PATH, kt_real(&real_execve, "execve"), AT_FDCWD, path, argv,
+			    envp, 0);
+}
+
+/* glibc's fallback for a file the kernel would not run (ENOEXEC): /bin/sh
+ * with the file as its script. */
+static int exec_as_script(const char *file, char *const argv[], char *const envp[])
+{
+	size_t argc = 0;
+	while (argv[argc])
+		argc++;
+	char *nargv[argc + 3];
+	nargv[0] = (char *)"/bin/sh";
+	nargv[1] = (char *)file;
+	for (size_t i = 1; i <= argc; i++)
+		nargv[i + 1] = argv[i];
+	if (argc == 0)
+		nargv[2] = NULL;
+	return do_execve("/bin/sh", nargv, envp);
 }
 
 KT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
@@ -239,6 +296,37 @@ KT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 KT_EXPORT int execv(const char *path, char *const argv[])
 {
 	return do_execve(path, argv, environ);
+}
+
+/* PATH searches (execvp family, posix_spawnp) are done here, one candidate
+ * at a time as glibc builds them (an empty entry is the current directory):
+ * the next candidate for file into buf (KT_PATH_BUF bytes), advancing
+ * *cursor (start it at search_path()). Returns 1, -1 for an entry too long
+ * to try, 0 when the list is done. */
+static const char *search_path(void)
+{
+	const char *pathvar = getenv("PATH");
+	return pathvar ? pathvar : "/bin:/usr/bin";
+}
+
+static int next_candidate(const char **cursor, const char *file, char *buf)
+{
+	const char *start = *cursor;
+	if (!start)
+		return 0;
+	const char *p = start;
+	while (*p && *p != ':')
+		p++;
+	*cursor = *p ? p + 1 : NULL;
+	size_t dl = (size_t)(p - start), flen = strlen(file);
+	if (dl + 1 + flen >= KT_PATH_BUF)
+		return -1;
+	if (dl) {
+		memcpy(buf, start, dl);
+		buf[dl++] = '/';
+	}
+	memcpy(buf + dl, file, flen + 1);
+	return 1;
 }
 
 /* execvpe as glibc does it, but every attempt goes through the checked
@@ -252,64 +340,24 @@ static int do_execvpe(const char *file, char *const argv[], char *const envp[])
 	if (strchr(file, '/')) {
 		do_execve(file, argv, envp);
 		if (errno == ENOEXEC)
-			goto script_abs;
+			return exec_as_script(file, argv, envp);
 		return -1;
 	}
-	const char *pathvar = getenv("PATH");
-	if (!pathvar)
-		pathvar = "/bin:/usr/bin";
-	size_t flen = strlen(file);
-	int got_eacces = 0;
+	int got_eacces = 0, more;
 	char buf[KT_PATH_BUF];
-	for (const char *p = pathvar;; p++) {
-		const char *start = p;
-		while (*p && *p != ':')
-			p++;
-		size_t dl = (size_t)(p - start);
-		if (dl + 1 + flen < sizeof buf) {
-			if (dl) {
-				memcpy(buf, start, dl);
-				buf[dl++] = '/';
-			}
-			memcpy(buf + dl, file, flen + 1);
-			do_execve(buf, argv, envp);
-			if (errno == ENOEXEC) {
-				size_t argc = 0;
-				while (argv[argc])
-					argc++;
-				char *nargv[argc + 2];
-				nargv[0] = (char *)"/bin/sh";
-				nargv[1] = buf;
-				for (size_t i = 1; i <= argc; i++)
-					nargv[i + 1] = argv[i];
-				if (argc == 0)
-					nargv[2] = NULL;
-				do_execve("/bin/sh", nargv, envp);
-				return -1;
-			}
-			if (errno == EACCES)
-				got_eacces = 1;
-			else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE &&
-				 errno != ENODEV && errno != ETIMEDOUT)
-				return -1;
-		}
-		if (!*p)
-			break;
+	for (const char *cur = search_path(); (more = next_candidate(&cur, file, buf));) {
+		if (more < 0)
+			continue;
+		do_execve(buf, argv, envp);
+		if (errno == ENOEXEC)
+			return exec_as_script(buf, argv, envp);
+		if (errno == EACCES)
+			got_eacces = 1;
+		else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE &&
+			 errno != ENODEV && errno != ETIMEDOUT)
+			return -1;
 	}
 	errno = got_eacces ? EACCES : ENOENT;
-	return -1;
-script_abs:;
-	size_t argc = 0;
-	while (argv[argc])
-		argc++;
-	char *nargv[argc + 2];
-	nargv[0] = (char *)"/bin/sh";
-	nargv[1] = (char *)file;
-	for (size_t i = 1; i <= argc; i++)
-		nargv[i + 1] = argv[i];
-	if (argc == 0)
-		nargv[2] = NULL;
-	do_execve("/bin/sh", nargv, envp);
 	return -1;
 }
 
@@ -375,50 +423,18 @@ KT_EXPORT int execle(const char *path, const char *arg, ...)
 KT_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
 		       int flags)
 {
-	typedef int (*fn)(int, const char *, char *const[], char *const[], int);
-	fn real = REAL(execveat, fn);
+	void *real = kt_real(&real_execveat, "execveat");
 	if (!real) {
 		errno = ENOSYS;
 		return -1;
 	}
-	kt_enter();
-	int e = check_exec(dirfd, path, flags);
-	if (e) {
-		kt_leave();
-		errno = e;
-		return -1;
-	}
-	char *stack[ENV_STACK];
-	struct env env;
-	env_build(envp, &env, stack);
-	real(dirfd, path, argv, env.vec, flags);
-	e = errno;
-	env_free(&env);
-	kt_leave();
-	errno = e;
-	return -1;
+	return exec_checked(EXEC_AT, real, dirfd, path, argv, envp, flags);
 }
 
 KT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	typedef int (*fn)(int, char *const[], char *const[]);
-	fn real = REAL(fexecve, fn);
-	kt_enter();
-	int e = check_exec(fd, "", AT_EMPTY_PATH);
-	if (e) {
-		kt_leave();
-		errno = e;
-		return -1;
-	}
-	char *stack[ENV_STACK];
-	struct env env;
-	env_build(envp, &env, stack);
-	real(fd, argv, env.vec);
-	e = errno;
-	env_free(&env);
-	kt_leave();
-	errno = e;
-	return -1;
+	return exec_checked(EXEC_FD, kt_real(&real_fexecve, "fexecve"), fd, "", argv, envp,
+			    AT_EMPTY_PATH);
 }
 
 /* ---- posix_spawn ---------------------------------------------------------- */
@@ -426,10 +442,15 @@ KT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
 			const posix_spawnattr_t *, char *const[], char *const[]);
 
-static int spawn_checked(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
-			 const posix_spawnattr_t *at, char *const argv[], char *const envp[])
+int kt_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+	     const posix_spawnattr_t *at, char *const argv[], char *const envp[])
 {
-	int e = check_exec(AT_FDCWD, path, 0);
+	int refused = fa ? kt_spawn_refused(fa) : 0;
+	if (refused)
+		return refused;
+	char abs[KT_PATH_BUF];
+	int r = path && path[0] ? spawn_path(fa, path, abs) : 0;
+	int e = r < 0 ? -r : r > 0 ? check_exec_abs(abs, 0) : check_exec(AT_FDCWD, path, 0);
 	if (e)
 		return e;
 	char *stack[ENV_STACK];
@@ -444,7 +465,7 @@ KT_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_a
 			  const posix_spawnattr_t *at, char *const argv[], char *const envp[])
 {
 	kt_enter();
-	int e = spawn_checked(pid, path, fa, at, argv, envp);
+	int e = kt_spawn(pid, path, fa, at, argv, envp);
 	kt_leave();
 	return e;
 }
@@ -457,95 +478,33 @@ KT_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_
 	if (!*file)
 		return ENOENT;
 	kt_enter();
-	int result = ENOENT;
+	int result = fa ? kt_spawn_refused(fa) : 0, more;
+	if (result)
+		goto out; /* the child would fail in its file actions, before the search */
+	result = ENOENT;
 	if (strchr(file, '/')) {
-		result = spawn_checked(pid, file, fa, at, argv, envp);
+		result = kt_spawn(pid, file, fa, at, argv, envp);
 		goto out;
 	}
-	const char *pathvar = getenv("PATH");
-	if (!pathvar)
-		pathvar = "/bin:/usr/bin";
-	size_t flen = strlen(file);
 	char buf[KT_PATH_BUF];
-	for (const char *p = pathvar;; p++) {
-		const char *start = p;
-		while (*p && *p != ':')
-			p++;
-		size_t dl = (size_t)(p - start);
-		if (dl + 1 + flen < sizeof buf) {
-			if (dl) {
-				memcpy(buf, start, dl);
-				buf[dl++] = '/';
-			}
-			memcpy(buf + dl, file, flen + 1);
-			int e = kt_check(AT_FDCWD, buf, KILN_A_EXEC, 0, 0);
-			if (e == EACCES || e == EIO) {
-				result = e;
-				if (e == EIO)
-					goto out;
-			} else if (!e && kt_sys4(SYS_faccessat, AT_FDCWD, buf, X_OK, 0) == 0) {
-				result = spawn_checked(pid, buf, fa, at, argv, envp);
+	for (const char *cur = search_path(); (more = next_candidate(&cur, file, buf));) {
+		if (more < 0)
+			continue;
+		/* a relative entry is relative to where the child will be */
+		char abs[KT_PATH_BUF];
+		int r = spawn_path(fa, buf, abs);
+		const char *cand = r > 0 ? abs : buf;
+		int e = r < 0 ? -r : kt_check(AT_FDCWD, cand, KILN_A_EXEC, 0, 0);
+		if (e == EACCES || e == EIO) {
+			result = e;
+			if (e == EIO)
 				goto out;
-			}
+		} else if (!e && kt_sys4(SYS_faccessat, AT_FDCWD, cand, X_OK, 0) == 0) {
+			result = kt_spawn(pid, buf, fa, at, argv, envp);
+			goto out;
 		}
-		if (!*p)
-			break;
 	}
 out:
 	kt_leave();
 	return result;
-}
-
-/* ---- system and popen: glibc spawns /bin/sh with the current environ ------- */
-
-KT_EXPORT int system(const char *cmd)
-{
-	typedef int (*fn)(const char *);
-	fn real = REAL(system, fn);
-	if (!cmd)
-		return real(cmd);
-	kt_enter();
-	int e = check_exec(AT_FDCWD, "/bin/sh", 0);
-	if (e) {
-		kt_leave();
-		errno = e;
-		return -1;
-	}
-	char *stack[ENV_STACK];
-	struct env env;
-	env_build(environ, &env, stack);
-	char **saved = environ;
-	environ = env.vec;
-	int r = real(cmd);
-	environ = saved;
-	e = errno;
-	env_free(&env);
-	kt_leave();
-	errno = e;
-	return r;
-}
-
-KT_EXPORT FILE *popen(const char *cmd, const char *mode)
-{
-	typedef FILE *(*fn)(const char *, const char *);
-	fn real = REAL(popen, fn);
-	kt_enter();
-	int e = check_exec(AT_FDCWD, "/bin/sh", 0);
-	if (e) {
-		kt_leave();
-		errno = e;
-		return NULL;
-	}
-	char *stack[ENV_STACK];
-	struct env env;
-	env_build(environ, &env, stack);
-	char **saved = environ;
-	environ = env.vec;
-	FILE *r = real(cmd, mode);
-	environ = saved;
-	e = errno;
-	env_free(&env);
-	kt_leave();
-	errno = e;
-	return r;
 }

@@ -200,6 +200,39 @@ static void on_alarm(int s)
 	errno = saved;
 }
 
+/* ---- another thread using the environment during system() and popen() ---- */
+static int envr_in[2], envr_out[2];
+static char **envr_before;
+static int envr_swapped;
+
+/* Waits until the shell started by system() pokes it, looks at environ and
+ * sets a variable while the call is in progress, then lets the shell end. */
+static void *envr_thread(void *arg)
+{
+	(void)arg;
+	char c;
+	if (read(envr_in[0], &c, 1) == 1) {
+		envr_swapped = *(char **volatile *)&environ != envr_before;
+		setenv("HOOKCALL_RACE", "set", 1);
+	}
+	if (write(envr_out[1], "\n", 1) != 1)
+		return NULL;
+	return NULL;
+}
+
+static volatile int envr_stop;
+static long envr_seen;
+
+/* Spins, counting the moments environ is not the program's own array. */
+static void *envr_spin(void *arg)
+{
+	(void)arg;
+	while (!envr_stop)
+		if (*(char **volatile *)&environ != envr_before)
+			envr_seen++;
+	return NULL;
+}
+
 static int run(char **a, int n);
 
 /* openat with the syscall instruction itself: no hook sees it (to obtain an
@@ -221,6 +254,23 @@ static int spawn_wait(pid_t pid)
 	if (waitpid(pid, &st, 0) < 0)
 		return -1;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* A child that tried to exec: it says why it failed; the parent reports
+ * the status of one that did run. */
+static void exec_failed(const char *c)
+{
+	printf("%s -1 %s\n", c, ename(0, errno));
+	fflush(stdout);
+	_exit(127);
+}
+
+static void exec_report(const char *c, pid_t pid)
+{
+	int s = spawn_wait(pid);
+	if (s != 127)
+		printf("%s %d OK\n", c, s);
+	fflush(stdout);
 }
 
 /* Environment variants for exec: clear, unset LD_PRELOAD, empty it, or point
@@ -548,6 +598,49 @@ static int one(char **a, int n)
 		show_list(c, r, r == 0);
 		return 2;
 	}
+	if (!strcmp(c, "fts_children")) {
+		/* fts_children DIR chdir|nochdir: the roots list, then at every
+		 * directory fts_read returns, its fts_children list ("c:PATH"),
+		 * and what fts_read returns after it ("r:PATH") */
+		NEED(2);
+		char *roots[] = { a[1], NULL };
+		int opts = FTS_PHYSICAL | (!strcmp(a[2], "nochdir") ? FTS_NOCHDIR : 0);
+		FTS *f = fts_open(roots, opts, NULL);
+		if (!f) {
+			show_list(c, -1, 0);
+			return 3;
+		}
+		char buf[8192];
+		for (FTSENT *k = fts_children(f, 0); k; k = k->fts_link) {
+			snprintf(buf, sizeof buf, "root:%s", k->fts_name);
+			add_name(buf);
+		}
+		FTSENT *e;
+		while ((e = fts_read(f))) {
+			if (e->fts_info == FTS_DP)
+				continue;
+			snprintf(buf, sizeof buf, "r:%s", e->fts_path);
+			add_name(buf);
+			if (e->fts_info != FTS_D)
+				continue;
+			char dir[4096]; /* fts_children may reuse the path buffer */
+			snprintf(dir, sizeof dir, "%s", e->fts_path);
+			errno = 0;
+			FTSENT *k = fts_children(f, 0);
+			if (!k && errno) {
+				snprintf(buf, sizeof buf, "error:%s", dir);
+				add_name(buf);
+			}
+			for (; k; k = k->fts_link) {
+				snprintf(buf, sizeof buf, "c:%s/%s", dir, k->fts_name);
+				add_name(buf);
+			}
+		}
+		errno = 0;
+		fts_close(f);
+		show_list(c, 0, 1);
+		return 3;
+	}
 	if (!strcmp(c, "fts")) {
 		NEED(1);
 		char *roots[] = { a[1], NULL };
@@ -739,16 +832,69 @@ static int one(char **a, int n)
 					environ = envp;
 					execl(argv[0], argv[0], argv[1], argv[2], argv[3], (char *)NULL);
 				}
-				printf("%s -1 %s\n", c, ename(0, errno));
-				fflush(stdout);
-				_exit(127);
+				exec_failed(c);
 			}
-			int s = spawn_wait(pid);
-			if (s != 127)
-				printf("%s %d OK\n", c, s);
+			exec_report(c, pid);
 		}
 		fflush(stdout);
 		return k < n ? k + 1 : k;
+	}
+	if (!strcmp(c, "spawn-cd")) {
+		/* spawn-cd spawn|spawnp [cd:DIR|fcd:DIR|open:FILE|openw:FILE]...
+		 *   PROG ARGS... ;
+		 * posix_spawn(p) with file actions that change directory (fcd opens
+		 * DIR without the hooks, as a program's earlier fd would be) or open
+		 * FILE onto fd 50 (read-only, or write-only) */
+		NEED(2);
+		posix_spawn_file_actions_t fa;
+		posix_spawn_file_actions_init(&fa);
+		int k = 2;
+		for (; k < n && (!strncmp(a[k], "cd:", 3) || !strncmp(a[k], "fcd:", 4) ||
+				 !strncmp(a[k], "open:", 5) || !strncmp(a[k], "openw:", 6)); k++) {
+			if (a[k][0] == 'c')
+				posix_spawn_file_actions_addchdir_np(&fa, a[k] + 3);
+			else if (a[k][0] == 'f')
+				posix_spawn_file_actions_addfchdir_np(&fa, raw_open(a[k] + 4));
+			else if (a[k][4] == ':')
+				posix_spawn_file_actions_addopen(&fa, 50, a[k] + 5, O_RDONLY, 0);
+			else
+				posix_spawn_file_actions_addopen(&fa, 50, a[k] + 6, O_WRONLY, 0);
+		}
+		char *argv[64];
+		int m = 0;
+		for (; k < n && strcmp(a[k], ";") && m < 63; k++)
+			argv[m++] = a[k];
+		argv[m] = NULL;
+		fflush(stdout);
+		pid_t pid;
+		int r = !strcmp(a[1], "spawn") ? posix_spawn(&pid, argv[0], &fa, NULL, argv, environ)
+					       : posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+		posix_spawn_file_actions_destroy(&fa);
+		if (r)
+			printf("%s -1 %s\n", a[1], ename(0, r));
+		else
+			printf("%s %d OK\n", a[1], spawn_wait(pid));
+		fflush(stdout);
+		return k < n ? k + 1 : k;
+	}
+	if (!strcmp(c, "execveat-dirfd") || !strcmp(c, "execveat-empty")) {
+		/* execveat-dirfd DIR REL ; or execveat-empty PROG ; with fds opened
+		 * behind kiln's back */
+		NEED(1);
+		int dir = !strcmp(c, "execveat-dirfd");
+		int fd = raw_open(a[1]);
+		char *argv[] = { dir ? a[2] : a[1], NULL };
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid == 0) {
+			if (dir)
+				execveat(fd, a[2], argv, environ, 0);
+			else
+				execveat(fd, "", argv, environ, AT_EMPTY_PATH);
+			exec_failed(c);
+		}
+		exec_report(c, pid);
+		return dir ? 3 : 2;
 	}
 	if (!strcmp(c, "system")) {
 		NEED(1);
@@ -770,6 +916,87 @@ static int one(char **a, int n)
 				fputs(line, stdout);
 			printf("popen %d OK\n", WEXITSTATUS(pclose(p)));
 		}
+		fflush(stdout);
+		return 2;
+	}
+	if (!strcmp(c, "system-envrace")) {
+		/* the shell pokes another thread, which reads environ and calls
+		 * setenv, and waits for it before ending */
+		if (pipe(envr_in) || pipe(envr_out))
+			return 1;
+		envr_before = environ;
+		pthread_t t;
+		pthread_create(&t, NULL, envr_thread, NULL);
+		char cmd[128];
+		snprintf(cmd, sizeof cmd, "echo x >&%d; read y <&%d", envr_in[1], envr_out[0]);
+		int r = system(cmd);
+		pthread_join(t, NULL);
+		const char *v = getenv("HOOKCALL_RACE");
+		printf("system-envrace %d environ=%s setenv=%s\n", r < 0 ? -1 : WEXITSTATUS(r),
+		       envr_swapped ? "swapped" : "same", v ? "kept" : "lost");
+		fflush(stdout);
+		return 1;
+	}
+	if (!strcmp(c, "popen-envrace")) {
+		/* popen N: another thread watches environ during N popen+pclose */
+		NEED(1);
+		int nrun = atoi(a[1]);
+		envr_before = environ;
+		pthread_t t;
+		pthread_create(&t, NULL, envr_spin, NULL);
+		int bad = 0;
+		for (int i = 0; i < nrun; i++) {
+			FILE *p = popen("exit 3", "r");
+			if (!p || pclose(p) != 3 << 8)
+				bad++;
+		}
+		envr_stop = 1;
+		pthread_join(t, NULL);
+		printf("popen-envrace %d environ=%s\n", bad, envr_seen ? "swapped" : "same");
+		fflush(stdout);
+		return 2;
+	}
+	if (!strcmp(c, "popen-modes")) {
+		/* glibc's popen contract: modes, fd flags, earlier streams closed
+		 * in the child, fclose waiting like pclose */
+		errno = 0;
+		FILE *bad = popen("true", "rw");
+		printf("mode-rw %s\n", bad ? "OK" : ename(0, errno));
+		bad = popen("true", "rx");
+		printf("mode-rx %s\n", bad ? "OK" : ename(0, errno));
+		FILE *w = popen("read x; true", "w");
+		FILE *re = popen("true", "re");
+		printf("flags w=%d re=%d\n", fcntl(fileno(w), F_GETFD) & FD_CLOEXEC,
+		       fcntl(fileno(re), F_GETFD) & FD_CLOEXEC);
+		char cmd[128];
+		snprintf(cmd, sizeof cmd, "test -e /proc/self/fd/%d && echo open || echo closed",
+			 fileno(w));
+		FILE *r = popen(cmd, "r");
+		char line[64] = "";
+		if (!fgets(line, sizeof line, r))
+			strcpy(line, "?\n");
+		printf("earlier stream in child: %s", line);
+		printf("pclose %d\n", WEXITSTATUS(pclose(r)));
+		printf("pclose %d\n", WEXITSTATUS(pclose(re)));
+		int (*volatile fc)(FILE *) = fclose; /* on a popen stream, on purpose */
+		printf("fclose %d\n", WEXITSTATUS(fc(w)));
+		FILE *x = popen("exit 5", "r");
+		printf("fclose %d\n", WEXITSTATUS(fc(x)));
+		fflush(stdout);
+		return 1;
+	}
+	if (!strcmp(c, "system-raw")) {
+		/* the whole wait status, and errno */
+		NEED(1);
+		fflush(stdout);
+		errno = 0;
+		int r = system(!strcmp(a[1], "NULL") ? NULL : a[1]);
+		if (!strcmp(a[1], "NULL"))
+			printf("system-raw NULL %d\n", r);
+		else if (r < 0 || !WIFSIGNALED(r))
+			printf("system-raw %d %s\n", r < 0 ? r : WEXITSTATUS(r), ename(!errno, errno));
+		else
+			printf("system-raw signal %d\n", WTERMSIG(r));
 		fflush(stdout);
 		return 2;
 	}
