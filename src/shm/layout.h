@@ -112,6 +112,17 @@ static inline unsigned shmmap_bucket_bits(unsigned root_bits)
 	return root_bits - 3;
 }
 
+/* Index bits of a subtrie at `depth` (1 = right below an overflow slot).
+ * Depth-1 subtries get 2 more (at most SHMMAP_SUBTRIE_BITS_MAX): an overflow
+ * slot stands for a whole bucket's excess keys, not one slot's. */
+static inline unsigned shmmap_subtrie_bits_at(unsigned subtrie_bits, unsigned depth)
+{
+	if (depth == 1)
+		return subtrie_bits + 2 > SHMMAP_SUBTRIE_BITS_MAX ? SHMMAP_SUBTRIE_BITS_MAX
+								  : subtrie_bits + 2;
+	return subtrie_bits;
+}
+
 /* Slot words. Offsets are below SHMMAP_MAX_SIZE_LIMIT (2^40), so a record's
  * slot word also carries 24 bits of its hash (the tag): a lookup whose hash
  * has another tag misses without touching the record. A subtrie word is its

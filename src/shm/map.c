@@ -30,12 +30,12 @@ static inline uint64_t root_end(const struct shmmap *m)
 /* The subtrie `word` (odd) published in the table at `parent`, expected to
  * index from bit `start`; NULL when it is not a well-formed subtrie. */
 static struct shmmap_subtrie *subtrie_at(struct shmmap *m, uint64_t word, uint64_t parent,
-					 unsigned start)
+					 unsigned start, unsigned bits)
 {
 	uint64_t off = word & ~(uint64_t)1;
 	if (off > SHMMAP_OFF_MASK || off <= parent || off < root_end(m) || off % 8 ||
-	    off > m->map_len - shmmap_subtrie_size(m->subtrie_bits) ||
-	    shmmap_ensure_safe(m, off + shmmap_subtrie_size(m->subtrie_bits)) != 0)
+	    off > m->map_len - shmmap_subtrie_size(bits) ||
+	    shmmap_ensure_safe(m, off + shmmap_subtrie_size(bits)) != 0)
 		return NULL;
 	struct shmmap_subtrie *s = (struct shmmap_subtrie *)(m->base + off);
 	if (__atomic_load_n(&s->tag, __ATOMIC_RELAXED) != SHMMAP_SUBTRIE_TAG ||
@@ -116,19 +116,20 @@ static int trie_lookup(struct shmmap *m, _Atomic uint64_t *bucket, struct shmmap
 	uint64_t table = m->root_off;
 	unsigned start = shmmap_bucket_bits(m->root_bits), bits = 0; /* slots[0]: the overflow slot */
 
-	for (int level = 0; level < MAX_LEVELS; level++) {
+	for (unsigned level = 0; level < MAX_LEVELS; level++) {
 		uint64_t w = atomic_load_explicit(&slots[shmmap_hash_bits(h, start, bits)],
 						  memory_order_acquire);
 		if (w == 0)
 			return 0;
 		if (w & 1) {
-			struct shmmap_subtrie *s = subtrie_at(m, w, table, start + bits);
+			unsigned sub_bits = shmmap_subtrie_bits_at(m->subtrie_bits, level + 1);
+			struct shmmap_subtrie *s = subtrie_at(m, w, table, start + bits, sub_bits);
 			if (!s)
 				return 0;
 			table = w & ~(uint64_t)1;
 			slots = s->slots;
 			start += bits;
-			bits = m->subtrie_bits;
+			bits = sub_bits;
 			continue;
 		}
 		if (w >> SHMMAP_OFF_BITS != shmmap_tag(h))
@@ -250,19 +251,19 @@ static uint64_t new_record(struct shmmap *m, struct shmmap_hash h, const void *k
 
 /* A subtrie indexing from bit `start`, holding the existing chain `head`
  * (whose hash is `hh`) in its slot; 0 = full. */
-static uint64_t new_subtrie(struct shmmap *m, uint64_t parent, unsigned start,
+static uint64_t new_subtrie(struct shmmap *m, uint64_t parent, unsigned start, unsigned bits,
 			    uint64_t head, struct shmmap_hash hh)
 {
-	uint64_t off = alloc(m, shmmap_subtrie_size(m->subtrie_bits));
+	uint64_t off = alloc(m, shmmap_subtrie_size(bits));
 	if (!off)
 		return 0;
 	struct shmmap_subtrie *s = (struct shmmap_subtrie *)(m->base + off);
 	s->tag = SHMMAP_SUBTRIE_TAG;
 	s->start_bit = start;
 	s->parent = parent;
-	for (uint64_t i = 0; i < (1ull << m->subtrie_bits); i++)
+	for (uint64_t i = 0; i < (1ull << bits); i++)
 		atomic_store_explicit(&s->slots[i], 0, memory_order_relaxed);
-	atomic_store_explicit(&s->slots[shmmap_hash_bits(hh, start, m->subtrie_bits)], head,
+	atomic_store_explicit(&s->slots[shmmap_hash_bits(hh, start, bits)], head,
 			      memory_order_relaxed);
 	return off;
 }
@@ -333,7 +334,7 @@ static enum shmmap_status trie_insert(struct shmmap *m, _Atomic uint64_t *bucket
 	_Atomic uint64_t *slots = bucket + SHMMAP_PROBE_SLOTS;
 	uint64_t table = m->root_off;
 	unsigned start = shmmap_bucket_bits(m->root_bits), bits = 0; /* slots[0]: the overflow slot */
-	int level = 0;
+	unsigned level = 0; /* 0: the overflow slot; n: a subtrie n levels below it */
 
 	for (;;) {
 		if (level >= MAX_LEVELS)
@@ -349,13 +350,14 @@ static enum shmmap_status trie_insert(struct shmmap *m, _Atomic uint64_t *bucket
 		}
 
 		if (w & 1) {
-			struct shmmap_subtrie *s = subtrie_at(m, w, table, start + bits);
+			unsigned sub_bits = shmmap_subtrie_bits_at(m->subtrie_bits, level + 1);
+			struct shmmap_subtrie *s = subtrie_at(m, w, table, start + bits, sub_bits);
 			if (!s)
 				return SHMMAP_CORRUPT;
 			table = w & ~(uint64_t)1;
 			slots = s->slots;
 			start += bits;
-			bits = m->subtrie_bits;
+			bits = sub_bits;
 			level++;
 			continue;
 		}
@@ -378,7 +380,8 @@ static enum shmmap_status trie_insert(struct shmmap *m, _Atomic uint64_t *bucket
 
 		/* A different key's chain holds our slot: push it one level down into
 		 * a new subtrie, publish that, and retry there. */
-		uint64_t sub = new_subtrie(m, table, start + bits, w, hh);
+		uint64_t sub = new_subtrie(m, table, start + bits,
+					   shmmap_subtrie_bits_at(m->subtrie_bits, level + 1), w, hh);
 		if (!sub)
 			return SHMMAP_FULL;
 		if (atomic_compare_exchange_strong_explicit(slot, &w, sub | 1,

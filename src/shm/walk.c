@@ -24,15 +24,18 @@ struct walker {
 
 /* Depth 0 is the root, indexed by bucket; a bucket's overflow slot leads to
  * subtries at depth 1, 2, ... */
-static unsigned level_start(const struct shmmap *m, int depth)
-{
-	unsigned rb = shmmap_bucket_bits(m->root_bits);
-	return depth == 0 ? 0 : rb + (unsigned)(depth - 1) * m->subtrie_bits;
-}
-
 static unsigned level_bits(const struct shmmap *m, int depth)
 {
-	return depth == 0 ? shmmap_bucket_bits(m->root_bits) : m->subtrie_bits;
+	return depth == 0 ? shmmap_bucket_bits(m->root_bits)
+			  : shmmap_subtrie_bits_at(m->subtrie_bits, (unsigned)depth);
+}
+
+static unsigned level_start(const struct shmmap *m, int depth)
+{
+	unsigned start = 0;
+	for (int d = 0; d < depth; d++)
+		start += level_bits(m, d);
+	return start;
 }
 
 static int fail(struct walker *w, const char *what, uint64_t off)
@@ -112,7 +115,7 @@ static int walk_subtrie(struct walker *w, uint64_t word, uint64_t table, int dep
 		return fail(w, "subtrie word has tag bits set", off);
 	if (depth + 1 >= MAX_DEPTH || level_start(m, depth + 1) >= 128 + level_bits(m, depth))
 		return fail(w, "subtries nest deeper than the hash has bits", off);
-	if (off <= table || !in_bounds(w, off, shmmap_subtrie_size(m->subtrie_bits)))
+	if (off <= table || !in_bounds(w, off, shmmap_subtrie_size(level_bits(m, depth + 1))))
 		return fail(w, "subtrie offset out of bounds or not after its parent", off);
 	struct shmmap_subtrie *s = (struct shmmap_subtrie *)(m->base + off);
 	if (s->tag != SHMMAP_SUBTRIE_TAG)
