@@ -49,9 +49,27 @@ static int fail(struct walker *w, const char *what, uint64_t off)
 	return -1;
 }
 
-static int in_bounds(const struct walker *w, uint64_t off, uint64_t size)
+/* Bounds the walk by what is allocated and known backed. */
+static void refresh_limit(struct walker *w)
 {
-	return off >= w->m->root_off + (8ull << w->m->root_bits) && off % 8 == 0 && off <= w->limit && size <= w->limit - off;
+	struct shmmap *m = w->m;
+	uint64_t alloc_end = atomic_load_explicit(&shmmap_hdr(m)->alloc_end, memory_order_acquire);
+	shmmap_ensure_safe(m, alloc_end <= m->map_len ? alloc_end : m->map_len);
+	uint64_t safe = __atomic_load_n(&m->safe_size, __ATOMIC_RELAXED);
+	w->limit = alloc_end < safe ? alloc_end : safe;
+}
+
+static int in_bounds(struct walker *w, uint64_t off, uint64_t size)
+{
+	if (off < w->m->root_off + (8ull << w->m->root_bits) || off % 8)
+		return 0;
+	if (off <= w->limit && size <= w->limit - off)
+		return 1;
+	/* Maybe published after the walk began, by an inserter running
+	 * meanwhile: it was allocated before it was published, so a fresh look
+	 * at alloc_end (and at the file's size) covers it. */
+	refresh_limit(w);
+	return off <= w->limit && size <= w->limit - off;
 }
 
 static int walk_chain(struct walker *w, uint64_t word, int depth)
@@ -156,9 +174,16 @@ static int walk_root(struct walker *w)
 		_Atomic uint64_t *bucket = root + b * SHMMAP_BUCKET_SLOTS;
 		w->idx[0] = b;
 		w->nprobe = 0;
+		/* Read the last slot first: slots fill in order, so a slot seen
+		 * filled means every slot before it was filled earlier still, and
+		 * inserters running meanwhile cannot make a bucket look out of
+		 * order. */
+		uint64_t words[SHMMAP_BUCKET_SLOTS];
+		for (unsigned i = SHMMAP_BUCKET_SLOTS; i-- > 0;)
+			words[i] = atomic_load_explicit(&bucket[i], memory_order_acquire);
 		int seen_empty = 0;
 		for (unsigned i = 0; i < SHMMAP_BUCKET_SLOTS && !w->stop; i++) {
-			uint64_t word = atomic_load_explicit(&bucket[i], memory_order_acquire);
+			uint64_t word = words[i];
 			uint64_t at = m->root_off + (b * SHMMAP_BUCKET_SLOTS + i) * 8;
 			if (word == 0) {
 				seen_empty = 1;
@@ -189,14 +214,7 @@ static int walk_root(struct walker *w)
 
 static int walk(struct walker *w)
 {
-	struct shmmap *m = w->m;
-	struct shmmap_header *h = shmmap_hdr(m);
-	uint64_t alloc_end = atomic_load_explicit(&h->alloc_end, memory_order_acquire);
-	/* Make sure everything allocated so far is known backed, then bound the
-	 * walk by both. */
-	shmmap_ensure_safe(m, alloc_end <= m->map_len ? alloc_end : m->map_len);
-	uint64_t safe = __atomic_load_n(&m->safe_size, __ATOMIC_RELAXED);
-	w->limit = alloc_end < safe ? alloc_end : safe;
+	refresh_limit(w);
 	return walk_root(w);
 }
 
