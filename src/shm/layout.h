@@ -9,7 +9,7 @@
 #include "shm/shmmap.h"
 
 #define SHMMAP_MAGIC "KILNSHM\0"
-#define SHMMAP_VERSION 1u
+#define SHMMAP_VERSION 2u
 #define SHMMAP_HEADER_SIZE 4096u
 /* The file grows in multiples of this (a multiple of every page size). */
 #define SHMMAP_GROW_UNIT (64u * 1024u)
@@ -96,6 +96,31 @@ static inline uint64_t shmmap_hash_bits(struct shmmap_hash h, unsigned start, un
 		return 0;
 	unsigned __int128 v = ((unsigned __int128)h.hi << 64) | h.lo;
 	return (uint64_t)(v >> start) & ((1ull << n) - 1);
+}
+
+/* The root table is cut into buckets of one 64-byte cache line (8 slots),
+ * chosen by the low root_bits - 3 bits of the hash. Slots 0..6 of a bucket
+ * ("probe slots") hold records only and fill in order; slot 7 (the
+ * "overflow slot") is a trie slot: empty, a record, or a subtrie indexing
+ * from bit root_bits - 3. A key goes there only when all 7 probe slots hold
+ * other hashes, so most hits read one root line and then their record. */
+#define SHMMAP_BUCKET_SLOTS 8u
+#define SHMMAP_PROBE_SLOTS 7u
+
+static inline unsigned shmmap_bucket_bits(unsigned root_bits)
+{
+	return root_bits - 3;
+}
+
+/* Index bits of a subtrie at `depth` (1 = right below an overflow slot).
+ * Depth-1 subtries get 2 more (at most SHMMAP_SUBTRIE_BITS_MAX): an overflow
+ * slot stands for a whole bucket's excess keys, not one slot's. */
+static inline unsigned shmmap_subtrie_bits_at(unsigned subtrie_bits, unsigned depth)
+{
+	if (depth == 1)
+		return subtrie_bits + 2 > SHMMAP_SUBTRIE_BITS_MAX ? SHMMAP_SUBTRIE_BITS_MAX
+								  : subtrie_bits + 2;
+	return subtrie_bits;
 }
 
 /* Slot words. Offsets are below SHMMAP_MAX_SIZE_LIMIT (2^40), so a record's

@@ -12,20 +12,30 @@ struct walker {
 	int validating;
 	struct shm_errbuf *e;
 	long long count;
-	uint64_t idx[MAX_DEPTH]; /* slot index taken at each level on the way down */
+	uint64_t idx[MAX_DEPTH]; /* bucket (depth 0) or slot index at each level on the way down */
+	/* Hashes of the current bucket's probe-slot chains: no other chain of the
+	 * bucket (probe or overflow) may have one of them. */
+	struct shmmap_hash probe_hash[SHMMAP_PROBE_SLOTS];
+	unsigned nprobe;
 	int (*fn)(const void *key, size_t len, uint64_t value, void *ctx);
 	void *ctx;
 	int stop;
 };
 
-static unsigned level_start(const struct shmmap *m, int depth)
-{
-	return depth == 0 ? 0 : m->root_bits + (unsigned)(depth - 1) * m->subtrie_bits;
-}
-
+/* Depth 0 is the root, indexed by bucket; a bucket's overflow slot leads to
+ * subtries at depth 1, 2, ... */
 static unsigned level_bits(const struct shmmap *m, int depth)
 {
-	return depth == 0 ? m->root_bits : m->subtrie_bits;
+	return depth == 0 ? shmmap_bucket_bits(m->root_bits)
+			  : shmmap_subtrie_bits_at(m->subtrie_bits, (unsigned)depth);
+}
+
+static unsigned level_start(const struct shmmap *m, int depth)
+{
+	unsigned start = 0;
+	for (int d = 0; d < depth; d++)
+		start += level_bits(m, d);
+	return start;
 }
 
 static int fail(struct walker *w, const char *what, uint64_t off)
@@ -39,9 +49,27 @@ static int fail(struct walker *w, const char *what, uint64_t off)
 	return -1;
 }
 
-static int in_bounds(const struct walker *w, uint64_t off, uint64_t size)
+/* Bounds the walk by what is allocated and known backed. */
+static void refresh_limit(struct walker *w)
 {
-	return off >= w->m->root_off + (8ull << w->m->root_bits) && off % 8 == 0 && off <= w->limit && size <= w->limit - off;
+	struct shmmap *m = w->m;
+	uint64_t alloc_end = atomic_load_explicit(&shmmap_hdr(m)->alloc_end, memory_order_acquire);
+	shmmap_ensure_safe(m, alloc_end <= m->map_len ? alloc_end : m->map_len);
+	uint64_t safe = __atomic_load_n(&m->safe_size, __ATOMIC_RELAXED);
+	w->limit = alloc_end < safe ? alloc_end : safe;
+}
+
+static int in_bounds(struct walker *w, uint64_t off, uint64_t size)
+{
+	if (off < w->m->root_off + (8ull << w->m->root_bits) || off % 8)
+		return 0;
+	if (off <= w->limit && size <= w->limit - off)
+		return 1;
+	/* Maybe published after the walk began, by an inserter running
+	 * meanwhile: it was allocated before it was published, so a fresh look
+	 * at alloc_end (and at the file's size) covers it. */
+	refresh_limit(w);
+	return off <= w->limit && size <= w->limit - off;
 }
 
 static int walk_chain(struct walker *w, uint64_t word, int depth)
@@ -63,6 +91,9 @@ static int walk_chain(struct walker *w, uint64_t word, int depth)
 			hh = rh;
 			if (word >> SHMMAP_OFF_BITS != shmmap_tag(rh))
 				return fail(w, "slot's hash tag does not match its record", off);
+			for (unsigned p = 0; w->validating && p < w->nprobe; p++)
+				if (w->probe_hash[p].lo == rh.lo && w->probe_hash[p].hi == rh.hi)
+					return fail(w, "two chains of one bucket have the same hash", off);
 		}
 		if (w->validating) {
 			struct shmmap_hash kh = shmmap_hash_key(m, r->key, klen);
@@ -91,6 +122,27 @@ static int walk_chain(struct walker *w, uint64_t word, int depth)
 	return 0;
 }
 
+static int walk_table(struct walker *w, uint64_t table, _Atomic uint64_t *slots, int depth);
+
+/* The subtrie `word` found in the table at `table`, at depth `depth`. */
+static int walk_subtrie(struct walker *w, uint64_t word, uint64_t table, int depth)
+{
+	struct shmmap *m = w->m;
+	uint64_t off = word & ~(uint64_t)1;
+	if (off > SHMMAP_OFF_MASK)
+		return fail(w, "subtrie word has tag bits set", off);
+	if (depth + 1 >= MAX_DEPTH || level_start(m, depth + 1) >= 128 + level_bits(m, depth))
+		return fail(w, "subtries nest deeper than the hash has bits", off);
+	if (off <= table || !in_bounds(w, off, shmmap_subtrie_size(level_bits(m, depth + 1))))
+		return fail(w, "subtrie offset out of bounds or not after its parent", off);
+	struct shmmap_subtrie *s = (struct shmmap_subtrie *)(m->base + off);
+	if (s->tag != SHMMAP_SUBTRIE_TAG)
+		return fail(w, "slot points to something that is not a subtrie", off);
+	if (s->start_bit != level_start(m, depth + 1) || (w->validating && s->parent != table))
+		return fail(w, "subtrie header does not match its position", off);
+	return walk_table(w, off, s->slots, depth + 1);
+}
+
 static int walk_table(struct walker *w, uint64_t table, _Atomic uint64_t *slots, int depth)
 {
 	struct shmmap *m = w->m;
@@ -105,35 +157,65 @@ static int walk_table(struct walker *w, uint64_t table, _Atomic uint64_t *slots,
 				return -1;
 			continue;
 		}
-		uint64_t off = word & ~(uint64_t)1;
-		if (off > SHMMAP_OFF_MASK)
-			return fail(w, "subtrie word has tag bits set", off);
-		if (depth + 1 >= MAX_DEPTH || level_start(m, depth + 1) >= 128 + bits)
-			return fail(w, "subtries nest deeper than the hash has bits", off);
-		if (off <= table || !in_bounds(w, off, shmmap_subtrie_size(m->subtrie_bits)))
-			return fail(w, "subtrie offset out of bounds or not after its parent", off);
-		struct shmmap_subtrie *s = (struct shmmap_subtrie *)(m->base + off);
-		if (s->tag != SHMMAP_SUBTRIE_TAG)
-			return fail(w, "slot points to something that is not a subtrie", off);
-		if (s->start_bit != level_start(m, depth + 1) || (w->validating && s->parent != table))
-			return fail(w, "subtrie header does not match its position", off);
-		if (walk_table(w, off, s->slots, depth + 1) != 0)
+		if (walk_subtrie(w, word, table, depth) != 0)
 			return -1;
 	}
 	return 0;
 }
 
-static int walk(struct walker *w)
+/* The root: buckets of 7 probe slots filled in order, then the overflow
+ * slot, which holds something only once all 7 are filled. */
+static int walk_root(struct walker *w)
 {
 	struct shmmap *m = w->m;
-	struct shmmap_header *h = shmmap_hdr(m);
-	uint64_t alloc_end = atomic_load_explicit(&h->alloc_end, memory_order_acquire);
-	/* Make sure everything allocated so far is known backed, then bound the
-	 * walk by both. */
-	shmmap_ensure_safe(m, alloc_end <= m->map_len ? alloc_end : m->map_len);
-	uint64_t safe = __atomic_load_n(&m->safe_size, __ATOMIC_RELAXED);
-	w->limit = alloc_end < safe ? alloc_end : safe;
-	return walk_table(w, m->root_off, (_Atomic uint64_t *)(m->base + m->root_off), 0);
+	_Atomic uint64_t *root = (_Atomic uint64_t *)(m->base + m->root_off);
+	uint64_t nbuckets = 1ull << shmmap_bucket_bits(m->root_bits);
+	for (uint64_t b = 0; b < nbuckets && !w->stop; b++) {
+		_Atomic uint64_t *bucket = root + b * SHMMAP_BUCKET_SLOTS;
+		w->idx[0] = b;
+		w->nprobe = 0;
+		/* Read the last slot first: slots fill in order, so a slot seen
+		 * filled means every slot before it was filled earlier still, and
+		 * inserters running meanwhile cannot make a bucket look out of
+		 * order. */
+		uint64_t words[SHMMAP_BUCKET_SLOTS];
+		for (unsigned i = SHMMAP_BUCKET_SLOTS; i-- > 0;)
+			words[i] = atomic_load_explicit(&bucket[i], memory_order_acquire);
+		int seen_empty = 0;
+		for (unsigned i = 0; i < SHMMAP_BUCKET_SLOTS && !w->stop; i++) {
+			uint64_t word = words[i];
+			uint64_t at = m->root_off + (b * SHMMAP_BUCKET_SLOTS + i) * 8;
+			if (word == 0) {
+				seen_empty = 1;
+				continue;
+			}
+			if (seen_empty && w->validating)
+				return fail(w, "bucket has a filled slot after an empty one", at);
+			if (i == SHMMAP_PROBE_SLOTS) { /* the overflow slot */
+				if (((word & 1) ? walk_subtrie(w, word, m->root_off, 0)
+						: walk_chain(w, word, 0)) != 0)
+					return -1;
+				continue;
+			}
+			if (word & 1) {
+				if (word & ~SHMMAP_OFF_MASK)
+					return fail(w, "subtrie word has tag bits set", at);
+				return fail(w, "probe slot holds a subtrie", at);
+			}
+			if (walk_chain(w, word, 0) != 0)
+				return -1;
+			struct shmmap_record *r = (struct shmmap_record *)(m->base + (word & SHMMAP_OFF_MASK));
+			w->probe_hash[w->nprobe++] = (struct shmmap_hash){ r->hash_lo, r->hash_hi };
+		}
+	}
+	w->nprobe = 0;
+	return 0;
+}
+
+static int walk(struct walker *w)
+{
+	refresh_limit(w);
+	return walk_root(w);
 }
 
 int shmmap_iterate(struct shmmap *m,

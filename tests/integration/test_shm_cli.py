@@ -43,7 +43,7 @@ def test_stats_validate_dump(kiln_bin, mapfile):
         assert shm(kiln_bin, "put", mapfile, f"/k/{i}\x01", str(i)).returncode == 0
     st = dict(line.split(None, 1) for line in shm(kiln_bin, "stats", mapfile).stdout.splitlines())
     assert st["entries"] == "50"
-    assert st["version"] == "1"
+    assert st["version"] == "2"
     assert int(st["bytes_used"]) <= int(st["bytes_committed"]) <= int(st["max_size"])
     r = shm(kiln_bin, "validate", mapfile)
     assert (r.returncode, r.stdout) == (0, f"{mapfile}: ok, 50 entries\n")
@@ -67,7 +67,7 @@ def test_create_refuses_existing_and_bad_sizes(kiln_bin, mapfile, tmp_path):
 
 @pytest.mark.parametrize("offset,data,message", [
     (0, b"GARBAGE!", "bad magic: not a kiln shm map"),
-    (8, struct.pack("<I", 2), "unsupported shm map version 2"),
+    (8, struct.pack("<I", 1), "unsupported shm map version 1"),  # the format before buckets
     (16, struct.pack("<Q", 12345), "inconsistent header: maximum size 12345"),
     (128, struct.pack("<Q", 1 << 45), "inconsistent header: committed 65536 / allocated 35184372088832 outside the file's bounds"),
 ])

@@ -296,8 +296,8 @@ static void validate_catches_corruption(void **state)
 
 	*slot = good + 8; /* into the middle of a record */
 	expect_invalid(&f->m, "not a record");
-	*slot = (good & SHMMAP_OFF_MASK) | 1; /* a record passed off as a subtrie */
-	expect_invalid(&f->m, "not a subtrie");
+	*slot = (good & SHMMAP_OFF_MASK) | 1; /* only a bucket's last slot may lead to a subtrie */
+	expect_invalid(&f->m, "probe slot holds a subtrie");
 	*slot = good | 1;
 	expect_invalid(&f->m, "tag bits set");
 	*slot = good ^ (1ull << 50); /* the slot's hash tag disagrees */
@@ -318,12 +318,53 @@ static void validate_catches_corruption(void **state)
 
 	/* A record moved to a slot its hash does not select. */
 	_Atomic uint64_t *root = (_Atomic uint64_t *)(f->m.base + f->m.root_off);
-	size_t other = (size_t)(slot - root) ^ 1;
+	size_t other = (size_t)(slot - root) ^ SHMMAP_BUCKET_SLOTS; /* the next bucket */
 	uint64_t saved = root[other];
 	root[other] = good;
 	expect_invalid(&f->m, "does not select");
 	root[other] = saved;
 	assert_int_equal(shmmap_validate(&f->m, err, sizeof err), 3000);
+}
+
+/* One bucket filled past its 7 probe slots (every key's hash selects it), so
+ * its last slot leads to subtries: what validate checks about buckets. */
+static void validate_catches_bad_buckets(void **state)
+{
+	struct fx *f = *state;
+	shmmap_test_set_hash(&f->m, shared_prefix_hash);
+	fill_and_check(&f->m, 40, 30);
+	_Atomic uint64_t *root = (_Atomic uint64_t *)(f->m.base + f->m.root_off);
+	_Atomic uint64_t *b = NULL;
+	for (uint64_t i = 0; i < (1ull << f->m.root_bits); i += SHMMAP_BUCKET_SLOTS)
+		if (root[i])
+			b = &root[i];
+	assert_non_null(b);
+	for (unsigned i = 0; i < SHMMAP_PROBE_SLOTS; i++)
+		assert_true(b[i] && !(b[i] & 1));
+	assert_true(b[SHMMAP_PROBE_SLOTS] & 1); /* the overflow slot holds a subtrie */
+	uint64_t saved[SHMMAP_BUCKET_SLOTS];
+	for (unsigned i = 0; i < SHMMAP_BUCKET_SLOTS; i++)
+		saved[i] = b[i];
+	char err[256];
+
+	b[SHMMAP_PROBE_SLOTS] = (saved[0] & SHMMAP_OFF_MASK) | 1; /* a record as a subtrie */
+	expect_invalid(&f->m, "not a subtrie");
+	b[SHMMAP_PROBE_SLOTS] = saved[SHMMAP_PROBE_SLOTS];
+	b[3] = 0; /* probe slots fill in order, the overflow slot last */
+	expect_invalid(&f->m, "filled slot after an empty one");
+	b[3] = saved[3];
+	b[2] = saved[1]; /* a second chain of one hash in the bucket */
+	expect_invalid(&f->m, "same hash");
+	b[2] = saved[2];
+	assert_int_equal(shmmap_validate(&f->m, err, sizeof err), 40);
+
+	/* Every key is still found, in the probe slots and below the overflow. */
+	char k[SHMMAP_MAX_KEY];
+	for (int i = 0; i < 40; i++) {
+		size_t len = shm_test_key(k, i, 30);
+		uint64_t v = 0;
+		assert_int_equal(shmmap_lookup(&f->m, k, len, &v), 1);
+	}
 }
 
 /* Rewrites part of the file's header through a plain fd. */
@@ -756,6 +797,7 @@ int main(void)
 		T(iteration_sees_each_key_once),
 		T(iteration_with_collisions),
 		T(validate_catches_corruption),
+		T(validate_catches_bad_buckets),
 		T(bad_headers_are_refused),
 		T(create_refuses_existing),
 		T(garbage_never_crashes),

@@ -137,6 +137,64 @@ static volatile sig_atomic_t handler_bad;
 
 #define HANDLER_KEY_BASE 10000000
 
+struct counted_worker {
+	struct worker w;
+	atomic_int *done;
+};
+
+static void *work_then_count(void *arg)
+{
+	struct counted_worker *c = arg;
+	work(&c->w);
+	atomic_fetch_add(c->done, 1);
+	return NULL;
+}
+
+/* `kiln shm validate` may run on a live map: while threads insert (into a
+ * 512-bucket root, so buckets overflow into subtries), validate must never
+ * report a sound map as corrupt. */
+static void validate_while_threads_insert(void **state)
+{
+	(void)state;
+	char *dir = shm_test_dir();
+	char path[600], err[256];
+	snprintf(path, sizeof path, "%s/map", dir);
+	struct shmmap m;
+	struct shmmap_params p = { .initial_size = 64 << 10, .max_size = 256 << 20 };
+	assert_int_equal(shmmap_create(&m, path, &p, err, sizeof err), 0);
+	struct shared s = { .m = &m, .nkeys = SHM_TEST_SANITIZED ? 3000 : 20000, .spread = 40 };
+	s.winner = calloc(s.nkeys, sizeof *s.winner);
+	pthread_barrier_init(&s.go, NULL, THREADS);
+	atomic_int done = 0;
+	pthread_t t[THREADS];
+	struct counted_worker w[THREADS];
+	for (int i = 0; i < THREADS; i++) {
+		w[i] = (struct counted_worker){ { &s, i }, &done };
+		assert_int_equal(pthread_create(&t[i], NULL, work_then_count, &w[i]), 0);
+	}
+	int rounds = 0;
+	while (atomic_load(&done) < THREADS) {
+		if (shmmap_validate(&m, err, sizeof err) < 0)
+			fail_msg("validate during inserts (round %d): %s", rounds, err);
+		rounds++;
+	}
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&s.go);
+	assert_int_equal(atomic_load(&s.bad), 0);
+	assert_true(rounds > 0);
+	long long n = shmmap_validate(&m, err, sizeof err);
+	if (n < 0)
+		fail_msg("validate: %s", err);
+	struct shmmap_stats st;
+	shmmap_stats(&m, &st);
+	assert_int_equal(n, (long long)st.entries);
+	assert_true(st.subtries > 0); /* buckets did overflow */
+	free(s.winner);
+	shmmap_detach(&m);
+	shm_test_rmdir(dir);
+}
+
 static void on_alarm(int sig)
 {
 	(void)sig;
@@ -302,6 +360,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(threads_race_while_growing),
+		cmocka_unit_test(validate_while_threads_insert),
 		cmocka_unit_test(signal_handler_inserts_and_lookups),
 		cmocka_unit_test(lazy_attach_once_for_all_threads),
 	};
