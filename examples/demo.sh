@@ -9,7 +9,8 @@
 #   DEB_BUILD_PROFILES  build profiles (default nobiarch: no 32-bit build)
 #
 # /etc/apt is never edited: a private sources list (the system's archive with
-# deb-src added) and private lists live under the cache directory.
+# deb-src added) and private lists live under the cache directory
+# (examples/lib/debsrc.sh, shared with bench/run-trace).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD=${KILN_BUILD:-$here/../build}
@@ -29,48 +30,13 @@ if [ -f "$here/shm-demo.sh" ]; then
   say "the shared-memory map (examples/shm-demo.sh)"
   bash "$here/shm-demo.sh"
 fi
-mkdir -p "$CACHE/apt/lists/partial" "$CACHE/apt/cache/archives/partial" "$CACHE/apt/sources" "$CACHE/src"
-
-# ---- 1. a private apt configuration with deb-src ------------------------------
-sources=$CACHE/apt/sources/kiln-demo.sources
-if [ -f /etc/apt/sources.list.d/debian.sources ]; then
-  # The system's archive entries, each also for source packages.
-  sed -E 's/^Types:.*/Types: deb deb-src/' /etc/apt/sources.list.d/debian.sources > "$sources"
-else
-  codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
-  printf 'Types: deb deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-    "$codename" > "$sources"
-fi
-apt_opts=(
-  -o "Dir::Etc::SourceList=/dev/null"
-  -o "Dir::Etc::SourceParts=$CACHE/apt/sources"
-  -o "Dir::State::Lists=$CACHE/apt/lists"
-  -o "Dir::Cache=$CACHE/apt/cache"
-  -o "APT::Sandbox::User=root"
-)
-
-src_dir=$(find "$CACHE/src" -mindepth 1 -maxdepth 1 -type d -name "$SOURCE-*" 2>/dev/null | head -n1 || true)
-if [ -z "$src_dir" ] || [ ! -f "$src_dir/debian/control" ]; then
-  say "fetching the Debian source package '$SOURCE' (apt-get source, private lists in $CACHE/apt)"
-  apt-get "${apt_opts[@]}" -qq update || die "apt-get update failed (network, or $sources)"
-  (cd "$CACHE/src" && apt-get "${apt_opts[@]}" -qq source "$SOURCE") || die "apt-get source $SOURCE failed"
-  src_dir=$(find "$CACHE/src" -mindepth 1 -maxdepth 1 -type d -name "$SOURCE-*" | head -n1)
-fi
-[ -n "$src_dir" ] || die "no unpacked source of $SOURCE under $CACHE/src"
+# ---- 1-2. the source package (private apt configuration), its build deps ------
+DEBSRC_PROG=demo
+. "$here/lib/debsrc.sh"
+debsrc_init "$CACHE"
+src_dir=$(debsrc_fetch "$CACHE" "$SOURCE")
 say "source: $src_dir"
-
-# ---- 2. its build dependencies -------------------------------------------------
-if ! (cd "$src_dir" && dpkg-checkbuilddeps >/dev/null 2>&1); then
-  if [ "$(id -u)" -eq 0 ]; then
-    say "installing the build dependencies of $SOURCE"
-    apt-get "${apt_opts[@]}" -qq update
-    DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" -y -qq --no-install-recommends build-dep "$src_dir" \
-      || die "cannot install the build dependencies of $SOURCE"
-  else
-    (cd "$src_dir" && dpkg-checkbuilddeps) || true
-    die "install the build dependencies above (as root: apt-get build-dep $src_dir)"
-  fi
-fi
+debsrc_build_deps "$src_dir"
 
 # ---- 3. this machine's registry ------------------------------------------------
 DB=$CACHE/registry.db
