@@ -1,7 +1,18 @@
 /* Path resolution one component at a time, as the kernel would do it, with
  * every node reached (intermediate directories, each symlink traversed, the
  * final node) checked against the policy and the registry. A hidden node hides
- * everything reached through it. */
+ * everything reached through it.
+ *
+ * Two memos, both keyed by what cannot change meaning during a run:
+ * - visibility of a canonical node (policy + registry: fixed for the run);
+ * - the whole walk of a path as asked, but only when every node the walk
+ *   visited lies in a registry-managed tree (an ask rule, or a read/deny rule
+ *   nested in one, never under /proc): those trees do not change while the
+ *   build runs, and the build cannot write there (refused). A walk that
+ *   touched anything else (the build directory, /tmp, /proc, the catch-all
+ *   read area) is redone on every query: a path there can become a symlink
+ *   at any moment. A write let through into a managed tree (--report-only)
+ *   forgets the walk memo. */
 #include "trace/service/sandbox.h"
 
 #include <ctype.h>
@@ -22,10 +33,68 @@ enum vis {
 	VIS_FAILED,
 };
 
+#define WALK_MEMO_MAX 262144 /* entries; beyond, walks are not memoised */
+
 struct memo_entry {
 	enum vis vis;
 	char pkg[];
 };
+
+enum walk_outcome { WALK_FAILED, WALK_HIDDEN, WALK_DONE };
+
+/* What a walk found, apart from d->node, d->pkg and d->exists. */
+struct walk {
+	enum vis vis;  /* WALK_HIDDEN: why; WALK_DONE: visibility of the final node */
+	bool is_link, is_dir;
+	bool stable;   /* every node visited lies in a managed tree */
+};
+
+struct walk_entry {
+	unsigned char outcome, vis;
+	bool exists, is_link, is_dir;
+	size_t nodelen;
+	char strs[]; /* node NUL pkg NUL */
+};
+
+static bool prefix_covers(const struct policy_rule *r, const char *path)
+{
+	if (r->len == 1)
+		return path[0] == '/';
+	return !strncmp(path, r->prefix, r->len) && (path[r->len] == '\0' || path[r->len] == '/');
+}
+
+/* A rule's area is a managed tree: an ask rule, or a read/deny rule whose
+ * nearest enclosing rule is (transitively) an ask rule. Rules are sorted
+ * longest first, so enclosing rules come later. */
+static unsigned char *stable_rules(const struct policy *p)
+{
+	unsigned char *st = calloc(p->n ? p->n : 1, 1);
+	if (!st)
+		return NULL;
+	for (size_t i = p->n; i-- > 0;) {
+		const struct policy_rule *r = &p->rules[i];
+		if (r->action == POLICY_ASK) {
+			st[i] = 1;
+		} else if (r->action != POLICY_ALLOW) {
+			for (size_t j = i + 1; j < p->n; j++)
+				if (p->rules[j].len < r->len && prefix_covers(&p->rules[j], r->prefix)) {
+					st[i] = st[j];
+					break;
+				}
+		}
+	}
+	return st;
+}
+
+static bool rule_stable(const struct sandbox *s, const struct policy_rule *r)
+{
+	return r && s->stable_rule && s->stable_rule[r - s->policy->rules];
+}
+
+static enum policy_action rule_action(const struct policy_rule *r)
+{
+	return r ? r->action : POLICY_READ;
+}
 
 void sandbox_init(struct sandbox *s, const struct policy *compiled, struct sbx_oracle oracle)
 {
@@ -33,19 +102,30 @@ void sandbox_init(struct sandbox *s, const struct policy *compiled, struct sbx_o
 	s->oracle = oracle;
 	s->memo = (struct pathtab){ 0 };
 	s->oracle_calls = 0;
+	const char *off = getenv("KILN_TRACE_NO_MEMO");
+	s->memo_walks = !(off && *off && strcmp(off, "0"));
+	s->walks = (struct pathtab){ 0 };
+	s->stable_rule = s->memo_walks ? stable_rules(compiled) : NULL;
+	if (!s->stable_rule)
+		s->memo_walks = false;
+	s->walk_hits = s->walk_flushes = 0;
 }
 
 void sandbox_free(struct sandbox *s)
 {
 	pathtab_free(&s->memo, free);
+	pathtab_free(&s->walks, free);
+	free(s->stable_rule);
+	s->stable_rule = NULL;
 }
 
-/* Visibility of an existing canonical node; pkg receives the owner when
- * hidden by a package. */
-static enum vis visibility(struct sandbox *s, const char *path, size_t len, char *pkg)
+/* Visibility of an existing canonical node under rule r (policy_match of
+ * path); pkg receives the owner when hidden by a package. */
+static enum vis visibility(struct sandbox *s, const struct policy_rule *r, const char *path,
+			   size_t len, char *pkg)
 {
 	pkg[0] = '\0';
-	switch (policy_action_for(s->policy, path)) {
+	switch (rule_action(r)) {
 	case POLICY_ALLOW:
 	case POLICY_READ:
 		return VIS_VISIBLE;
@@ -166,33 +246,20 @@ static void fail(struct sbx_decision *d, const char *path)
 	set_str(d->node, sizeof d->node, path);
 }
 
-void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned access,
-		    unsigned qflags, struct sbx_decision *d)
+/* Resolves `path` (absolute, shorter than SBX_BUF) into d->node, d->pkg and
+ * d->exists, and *w. On WALK_HIDDEN the decision is already marked hidden; on
+ * WALK_FAILED, failed. */
+static enum walk_outcome walk(struct sandbox *s, pid_t pid, const char *path, bool follow_last,
+			      struct sbx_decision *d, struct walk *w)
 {
 	char *cur = d->node; /* canonical prefix resolved so far; "" is the root */
 	size_t clen = 0;
 	char pkg[SBX_PKG_MAX];
 	int links = 0;
-	bool follow_last = !(qflags & KILN_Q_NOFOLLOW);
-	bool final_is_link = false, final_is_dir = false;
-	enum vis final_vis = VIS_VISIBLE;
 
-	d->verdict = KILN_V_ALLOW;
-	d->reason = SBX_OK;
-	d->exists = false;
-	d->unknown = false;
-	d->pkg[0] = '\0';
-	cur[0] = '\0';
-
+	*w = (struct walk){ .vis = VIS_VISIBLE, .stable = true };
 	size_t plen = strlen(path);
-	if (path[0] != '/' || plen >= SBX_BUF) {
-		fail(d, path);
-		return;
-	}
 	memcpy(s->todo, path, plen + 1);
-	/* A trailing slash asks for a directory: a final symlink is followed. */
-	if (plen > 1 && path[plen - 1] == '/')
-		follow_last = true;
 	size_t tpos = 0;
 
 	for (;;) {
@@ -226,17 +293,22 @@ void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned acc
 			/* The client's /proc/self, not the server's. */
 			n = (size_t)snprintf(pidbuf, sizeof pidbuf, "%ld", (long)pid);
 			comp = pidbuf;
+			w->stable = false;
 		}
 		size_t before = clen;
 		if (clen + 1 + n + 1 > SBX_BUF) {
 			fail(d, path);
-			return;
+			return WALK_FAILED;
 		}
 		cur[clen++] = '/';
 		memmove(cur + clen, comp, n);
 		clen += n;
 		cur[clen] = '\0';
 
+		const struct policy_rule *rule = policy_match(s->policy, cur);
+		if (!rule_stable(s, rule) || (clen >= 5 && !memcmp(cur, "/proc", 5) &&
+					      (clen == 5 || cur[5] == '/')))
+			w->stable = false;
 		struct stat st;
 		if (lstat(cur, &st) < 0) {
 			/* Does not exist (or cannot be searched): the kernel fails the
@@ -244,24 +316,25 @@ void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned acc
 			long l = append_lexical(cur, clen, s->todo + tpos);
 			if (l < 0) {
 				fail(d, path);
-				return;
+				return WALK_FAILED;
 			}
 			clen = (size_t)l;
 			break;
 		}
-		enum vis v = visibility(s, cur, clen, pkg);
+		enum vis v = visibility(s, rule, cur, clen, pkg);
 		if (v == VIS_FAILED) {
 			fail(d, cur);
-			return;
+			return WALK_FAILED;
 		}
 		if (v == VIS_HIDDEN_PKG || v == VIS_HIDDEN_RULE) {
 			hide(d, v, cur, pkg);
-			goto hidden;
+			w->vis = v;
+			return WALK_HIDDEN;
 		}
 		if (S_ISLNK(st.st_mode) && (!last || follow_last)) {
 			if (last && is_fd_magic_link(cur)) {
 				d->exists = true;
-				final_is_link = true;
+				w->is_link = true;
 				break;
 			}
 			if (++links > MAX_LINKS)
@@ -272,7 +345,7 @@ void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned acc
 			size_t rest = strlen(s->todo + tpos);
 			if ((size_t)tl + 1 + rest + 1 > SBX_BUF) {
 				fail(d, path);
-				return;
+				return WALK_FAILED;
 			}
 			s->tmp[tl] = '/';
 			memcpy(s->tmp + tl + 1, s->todo + tpos, rest + 1);
@@ -283,9 +356,9 @@ void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned acc
 			continue;
 		}
 		if (last) {
-			final_vis = v;
-			final_is_link = S_ISLNK(st.st_mode);
-			final_is_dir = S_ISDIR(st.st_mode);
+			w->vis = v;
+			w->is_link = S_ISLNK(st.st_mode);
+			w->is_dir = S_ISDIR(st.st_mode);
 		} else if (!S_ISDIR(st.st_mode)) {
 			break; /* ENOTDIR for the kernel */
 		}
@@ -294,8 +367,91 @@ void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned acc
 		cur[0] = '/';
 		cur[1] = '\0';
 	}
+	return WALK_DONE;
+}
 
-	if (d->exists && final_vis == VIS_UNKNOWN && !final_is_link) {
+static void walk_remember(struct sandbox *s, size_t klen, enum walk_outcome o,
+			  const struct walk *w, const struct sbx_decision *d)
+{
+	if (s->walks.n >= WALK_MEMO_MAX)
+		return;
+	size_t nl = strlen(d->node), pl = strlen(d->pkg);
+	struct walk_entry *e = malloc(sizeof *e + nl + 1 + pl + 1);
+	if (!e)
+		return;
+	bool added;
+	void **slot = pathtab_put(&s->walks, s->key, klen, &added);
+	if (!slot || !added) {
+		free(e);
+		return;
+	}
+	*e = (struct walk_entry){ .outcome = (unsigned char)o, .vis = (unsigned char)w->vis,
+				  .exists = d->exists, .is_link = w->is_link, .is_dir = w->is_dir,
+				  .nodelen = nl };
+	memcpy(e->strs, d->node, nl + 1);
+	memcpy(e->strs + nl + 1, d->pkg, pl + 1);
+	*slot = e;
+}
+
+static enum walk_outcome walk_recall(const struct walk_entry *e, struct walk *w,
+				     struct sbx_decision *d)
+{
+	*w = (struct walk){ .vis = (enum vis)e->vis, .is_link = e->is_link, .is_dir = e->is_dir,
+			    .stable = true };
+	d->exists = e->exists;
+	if (e->outcome == WALK_HIDDEN) {
+		hide(d, w->vis, e->strs, e->strs + e->nodelen + 1);
+		return WALK_HIDDEN;
+	}
+	memcpy(d->node, e->strs, e->nodelen + 1);
+	return WALK_DONE;
+}
+
+void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned access,
+		    unsigned qflags, struct sbx_decision *d)
+{
+	bool follow_last = !(qflags & KILN_Q_NOFOLLOW);
+
+	d->verdict = KILN_V_ALLOW;
+	d->reason = SBX_OK;
+	d->exists = false;
+	d->unknown = false;
+	d->pkg[0] = '\0';
+	d->node[0] = '\0';
+
+	size_t plen = strlen(path);
+	if (path[0] != '/' || plen >= SBX_BUF) {
+		fail(d, path);
+		return;
+	}
+	/* A trailing slash asks for a directory: a final symlink is followed. */
+	if (plen > 1 && path[plen - 1] == '/')
+		follow_last = true;
+
+	struct walk w;
+	enum walk_outcome o;
+	size_t klen = plen + 2;
+	struct walk_entry *e = NULL;
+	if (s->memo_walks) {
+		memcpy(s->key, path, plen);
+		s->key[plen] = '\0';
+		s->key[plen + 1] = follow_last ? 'F' : 'N';
+		e = pathtab_get(&s->walks, s->key, klen);
+	}
+	if (e) {
+		s->walk_hits++;
+		o = walk_recall(e, &w, d);
+	} else {
+		o = walk(s, pid, path, follow_last, d, &w);
+		if (o == WALK_FAILED)
+			return;
+		if (s->memo_walks && w.stable)
+			walk_remember(s, klen, o, &w, d);
+	}
+	if (o == WALK_HIDDEN)
+		goto hidden;
+
+	if (d->exists && w.vis == VIS_UNKNOWN && !w.is_link) {
 		if (s->policy->unknown == UNKNOWN_HIDE) {
 			hide(d, VIS_UNKNOWN, d->node, "");
 			goto hidden;
@@ -305,7 +461,7 @@ void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned acc
 	unsigned writes = access & (KILN_A_WRITE | KILN_A_CREATE | KILN_A_DELETE);
 	/* Creating a name that exists as a directory changes nothing: the kernel
 	 * answers EEXIST (mkdir -p walks every ancestor that way). */
-	if (writes == KILN_A_CREATE && d->exists && final_is_dir)
+	if (writes == KILN_A_CREATE && d->exists && w.is_dir)
 		writes = 0;
 	if (writes && policy_action_for(s->policy, d->node) != POLICY_ALLOW) {
 		d->verdict = KILN_V_DENY;
@@ -318,6 +474,18 @@ hidden:
 	 * kernel would in a read-only directory. */
 	if (access & KILN_A_CREATE)
 		d->verdict = KILN_V_DENY;
+}
+
+void sandbox_write_passed(struct sandbox *s, const char *path, unsigned access,
+			  const struct sbx_decision *d)
+{
+	if (!(access & (KILN_A_WRITE | KILN_A_CREATE | KILN_A_DELETE)) || !s->walks.n)
+		return;
+	if (rule_stable(s, policy_match(s->policy, d->node)) ||
+	    rule_stable(s, policy_match(s->policy, path))) {
+		pathtab_free(&s->walks, free);
+		s->walk_flushes++;
+	}
 }
 
 bool sandbox_entry_hidden(struct sandbox *s, const char *dir, const char *name)
@@ -335,7 +503,7 @@ bool sandbox_entry_hidden(struct sandbox *s, const char *dir, const char *name)
 	if (lstat(p, &st) < 0)
 		return false;
 	char pkg[SBX_PKG_MAX];
-	enum vis v = visibility(s, p, o + nl, pkg);
+	enum vis v = visibility(s, policy_match(s->policy, p), p, o + nl, pkg);
 	if (v == VIS_HIDDEN_PKG || v == VIS_HIDDEN_RULE)
 		return true;
 	return v == VIS_UNKNOWN && s->policy->unknown == UNKNOWN_HIDE && !S_ISLNK(st.st_mode);

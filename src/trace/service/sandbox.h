@@ -54,11 +54,27 @@ struct sandbox {
 	struct sbx_oracle oracle;
 	struct pathtab memo;       /* canonical path -> visibility in ask-trees */
 	unsigned long oracle_calls;
-	char todo[SBX_BUF], tmp[SBX_BUF];
+	/* Walk memo: (path as asked, follow flag) -> result of its resolution,
+	 * for walks that only visited nodes in registry-managed trees (see
+	 * sandbox.c). Off when memo_walks is false. */
+	bool memo_walks;
+	struct pathtab walks;
+	unsigned char *stable_rule; /* per compiled rule: inside a managed tree */
+	unsigned long walk_hits, walk_flushes;
+	char todo[SBX_BUF], tmp[SBX_BUF], key[SBX_BUF + 2];
 };
 
+/* The walk memo is on; KILN_TRACE_NO_MEMO=1 in the server's environment
+ * turns it off (tests compare both). */
 void sandbox_init(struct sandbox *s, const struct policy *compiled, struct sbx_oracle oracle);
 void sandbox_free(struct sandbox *s);
+
+/* Tells the sandbox that a write (`access` has write, create or delete
+ * classes) decided as `d` for `path` was let through (enforcing ALLOW, or
+ * --report-only): if it may change a managed tree, the walk memo is
+ * forgotten. */
+void sandbox_write_passed(struct sandbox *s, const char *path, unsigned access,
+			  const struct sbx_decision *d);
 
 /* Decides for `path` (absolute) asked by process `pid` (whose /proc/self it
  * means) with access classes `access` and query flags `qflags`. */

@@ -68,6 +68,8 @@ static int on_query(struct trace_service *ts, int client, int fd, const char *pa
 	sandbox_decide(&ts->sbx, client_pid(ts, client), ts->path, q.access, q.qflags, &ts->dec);
 	tracelog_query(&ts->log, client, ts->path, q.access, &ts->dec);
 	struct kiln_verdict_msg v = { .verdict = ts->report_only ? KILN_V_ALLOW : ts->dec.verdict };
+	if (v.verdict == KILN_V_ALLOW)
+		sandbox_write_passed(&ts->sbx, ts->path, q.access, &ts->dec);
 	return kiln_msg_send(fd, KILN_MSG_VERDICT, &v, sizeof v, NULL, 0, MSG_DONTWAIT);
 }
 

@@ -75,6 +75,11 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 		ts->log.server_cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
 				     (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 	tracelog_write_text(&ts->log, stderr);
+	if (getenv("KILN_TRACE_MEMO_STATS"))
+		fprintf(stderr, "kiln trace: server: walk memo %s: %lu of %lu queries answered from it, "
+				"%zu entries, %lu flushes\n", ts->sbx.memo_walks ? "on" : "off",
+			ts->sbx.walk_hits, ts->log.queries + ts->log.dir_queries, ts->sbx.walks.n,
+			ts->sbx.walk_flushes);
 	if (cfg->json && tracelog_write_json(&ts->log, cfg->json, status, err, sizeof err) < 0) {
 		fprintf(stderr, "kiln trace: %s\n", err);
 		rc = TRACE_SERVER_FAILED;
