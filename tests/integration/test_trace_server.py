@@ -461,6 +461,23 @@ def test_json_report_and_log(world, traced):
     assert "set-uid" in err and "/usr/bin/passwd" in err
 
 
+def test_totals_count_processes_not_connections(world, traced):
+    t = traced("--json", "report.json")
+    first, second = connect(t), connect(t)   # one process, two connections
+    first.ask(f"{world.inc}/dep.h", tp.READ)
+    second.ask(f"{world.inc}/dep.h", tp.STAT)
+    rc, err = t.finish()
+    assert rc == 0, err
+    rep = json.loads((world.build / "report.json").read_text())
+    conns = rep["processes"]
+    assert sum(p["pid"] == os.getpid() for p in conns) == 2
+    totals = rep["totals"]
+    assert totals["connections"] == len(conns)
+    assert totals["processes"] == len({p["pid"] for p in conns})
+    assert totals["processes"] < totals["connections"]
+    assert f"{totals['processes']} processes ({totals['connections']} connections)" in err
+
+
 def test_deps_from_control(world, kiln_bin, tmp_path):
     control = tmp_path / "control"
     control.write_text("""Source: demo

@@ -147,8 +147,8 @@ void tracelog_write_text(const struct tracelog *t, FILE *out)
 	if (t->nevents > TEXT_LINES)
 		fprintf(out, "    ... and %zu more\n", t->nevents - TEXT_LINES);
 	fprintf(out, "  totals: %lu queries (%lu directory listings, %lu entries hidden), %zu paths, "
-		"%zu processes; %zu hidden, %zu refused, %zu unknown, %zu exec events",
-		t->queries, t->dir_queries, t->entries_hidden, t->paths.n, t->nclients,
+		"%zu processes (%zu connections); %zu hidden, %zu refused, %zu unknown, %zu exec events",
+		t->queries, t->dir_queries, t->entries_hidden, t->paths.n, tracelog_processes(t), t->nclients,
 		t->hidden.n, t->refused.n, t->unknown.n, t->nevents);
 	if (t->failures)
 		fprintf(out, "; %lu undecidable (refused)", t->failures);
@@ -314,10 +314,11 @@ int tracelog_write_json(const struct tracelog *t, const char *file, int exit_sta
 		if (hid[i].f->reason == SBX_HIDDEN_PKG && (i == 0 || strcmp(hid[i].f->pkg, hid[i - 1].f->pkg)))
 			npkgs++;
 	fprintf(f, "],\n\"totals\":{\"queries\":%lu,\"dir_queries\":%lu,\"entries_hidden\":%lu,"
-		"\"paths\":%zu,\"processes\":%zu,\"hidden\":%zu,\"hidden_packages\":%zu,"
+		"\"paths\":%zu,\"processes\":%zu,\"connections\":%zu,\"hidden\":%zu,\"hidden_packages\":%zu,"
 		"\"refused_writes\":%zu,\"unknown\":%zu,\"exec_events\":%zu,\"undecidable\":%lu,"
 		"\"violations\":%lu,\"server_cpu_seconds\":%.3f}}\n",
-		t->queries, t->dir_queries, t->entries_hidden, t->paths.n, t->nclients, t->hidden.n,
+		t->queries, t->dir_queries, t->entries_hidden, t->paths.n, tracelog_processes(t),
+		t->nclients, t->hidden.n,
 		npkgs, t->refused.n, t->unknown.n, t->nevents, t->failures, tracelog_violations(t),
 		t->server_cpu);
 	free(hid);

@@ -136,6 +136,29 @@ unsigned long tracelog_violations(const struct tracelog *t)
 	return t->hidden.n + t->refused.n;
 }
 
+static int cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	return (x > y) - (x < y);
+}
+
+size_t tracelog_processes(const struct tracelog *t)
+{
+	if (!t->nclients)
+		return 0;
+	pid_t *pids = malloc(t->nclients * sizeof *pids);
+	if (!pids)
+		return t->nclients; /* an upper bound beats no figure */
+	for (size_t i = 0; i < t->nclients; i++)
+		pids[i] = t->clients[i].pid;
+	qsort(pids, t->nclients, sizeof *pids, cmp_pid);
+	size_t n = 1;
+	for (size_t i = 1; i < t->nclients; i++)
+		n += pids[i] != pids[i - 1];
+	free(pids);
+	return n;
+}
+
 void tracelog_access_letters(unsigned access, char out[8])
 {
 	static const char letters[] = "srwxlcd";

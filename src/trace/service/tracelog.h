@@ -67,6 +67,10 @@ void tracelog_query(struct tracelog *t, int client, const char *path, unsigned a
 void tracelog_dir(struct tracelog *t, unsigned long entries_hidden);
 void tracelog_event(struct tracelog *t, int client, unsigned kind, const char *path);
 
+/* Distinct processes among the connections: a process connects again after
+ * an exec, and a threaded one may hold several connections. */
+size_t tracelog_processes(const struct tracelog *t);
+
 /* Hidden nodes + refused writes: what --strict counts. */
 unsigned long tracelog_violations(const struct tracelog *t);
 
