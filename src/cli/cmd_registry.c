@@ -256,6 +256,30 @@ static int lookup_package(struct kiln_registry *reg, const char *spec, int64_t *
 	return n;
 }
 
+/* The prologue of the one-package commands: exactly one PKG argument, the
+ * registry opened read-only, the package's ids. Returns the registry, or NULL
+ * with *rc set to the exit status. */
+static struct kiln_registry *open_one_package(struct opts *o, const char *cmd, int64_t *ids,
+					      size_t cap, int *n, int *rc)
+{
+	*rc = 2;
+	if (o->nargs != 1) {
+		fprintf(stderr, "kiln registry %s: name one PKG\n", cmd);
+		return NULL;
+	}
+	*rc = 1;
+	struct kiln_registry *reg = open_ro(o);
+	if (!reg)
+		return NULL;
+	*n = lookup_package(reg, o->args[0], ids, cap);
+	if (*n < 0) {
+		registry_close(reg);
+		return NULL;
+	}
+	*rc = 0;
+	return reg;
+}
+
 /* ---- files --------------------------------------------------------------- */
 
 struct files_ctx {
@@ -285,19 +309,11 @@ static int print_file(void *ctx, const char *listed, const char *canonical, int 
 
 static int cmd_files(struct opts *o)
 {
-	if (o->nargs != 1) {
-		fprintf(stderr, "kiln registry files: name one PKG\n");
-		return 2;
-	}
-	struct kiln_registry *reg = open_ro(o);
-	if (!reg)
-		return 1;
 	int64_t ids[16];
-	int n = lookup_package(reg, o->args[0], ids, 16);
-	if (n < 0) {
-		registry_close(reg);
-		return 1;
-	}
+	int n, rc;
+	struct kiln_registry *reg = open_one_package(o, "files", ids, 16, &n, &rc);
+	if (!reg)
+		return rc;
 	struct files_ctx f = { o->json, 0 };
 	if (o->json)
 		printf("[");
@@ -409,20 +425,11 @@ static int print_name_list(struct kiln_registry *reg, const char *key, const cha
 
 static int cmd_deps(struct opts *o)
 {
-	if (o->nargs != 1) {
-		fprintf(stderr, "kiln registry deps: name one PKG\n");
-		return 2;
-	}
-	struct kiln_registry *reg = open_ro(o);
-	if (!reg)
-		return 1;
 	int64_t ids[16];
-	int n = lookup_package(reg, o->args[0], ids, 16);
-	if (n < 0) {
-		registry_close(reg);
-		return 1;
-	}
-	int rc = 0;
+	int n, rc;
+	struct kiln_registry *reg = open_one_package(o, "deps", ids, 16, &n, &rc);
+	if (!reg)
+		return rc;
 	if (o->closure) {
 		struct registry_pkgset set;
 		char err[PATH_MAX + 512];
@@ -452,19 +459,11 @@ static int cmd_deps(struct opts *o)
 
 static int cmd_rdeps(struct opts *o)
 {
-	if (o->nargs != 1) {
-		fprintf(stderr, "kiln registry rdeps: name one PKG\n");
-		return 2;
-	}
-	struct kiln_registry *reg = open_ro(o);
-	if (!reg)
-		return 1;
 	int64_t ids[16];
-	int n = lookup_package(reg, o->args[0], ids, 16);
-	if (n < 0) {
-		registry_close(reg);
-		return 1;
-	}
+	int n, rc;
+	struct kiln_registry *reg = open_one_package(o, "rdeps", ids, 16, &n, &rc);
+	if (!reg)
+		return rc;
 	struct registry_pkgset all = { 0 };
 	for (int i = 0; i < n; i++) {
 		struct registry_pkgset set;
@@ -476,7 +475,7 @@ static int cmd_rdeps(struct opts *o)
 			registry_pkgset_add(&all, set.ids[j]);
 		registry_pkgset_free(&set);
 	}
-	int rc = print_name_list(reg, "rdeps", o->args[0], &all, o->json);
+	rc = print_name_list(reg, "rdeps", o->args[0], &all, o->json);
 	registry_pkgset_free(&all);
 	registry_close(reg);
 	return rc;
