@@ -197,6 +197,8 @@ static inline uint64_t meta_type_id(const struct meta_model *m, uint32_t t)
 
 const char *meta_kind_name(enum meta_kind k);
 
+/* Index of the last symbol whose address is <= ADDR, or -1. */
+long meta_symbol_at_or_below(const struct meta_model *m, uint64_t addr);
 /* Index of the symbol covering ADDR (FUNC symbols preferred), or -1. */
 long meta_symbol_at(const struct meta_model *m, uint64_t addr);
 /* Whether some FUNC/OBJECT/NOTYPE symbol has exactly this address. */

@@ -129,8 +129,7 @@ const char *meta_kind_name(enum meta_kind k)
 	return (unsigned)k < META_KIND_COUNT ? names[k] : "?";
 }
 
-/* Last symbol whose address is <= ADDR (symbols are sorted by address). */
-static long last_at_or_below(const struct meta_model *m, uint64_t addr)
+long meta_symbol_at_or_below(const struct meta_model *m, uint64_t addr)
 {
 	long lo = 0, hi = (long)m->nsymbols - 1, best = -1;
 	while (lo <= hi) {
@@ -149,7 +148,7 @@ long meta_symbol_at(const struct meta_model *m, uint64_t addr)
 {
 	/* Look back a little: aliases and zero-sized labels sit at the same or
 	 * nearby addresses as the function that covers ADDR. */
-	long i = last_at_or_below(m, addr);
+	long i = meta_symbol_at_or_below(m, addr);
 	for (int steps = 0; i >= 0 && steps < 64; i--, steps++) {
 		const struct meta_symbol *s = &m->symbols[i];
 		if ((s->type == STT_FUNC || s->type == STT_GNU_IFUNC) && addr < s->addr + s->size)
@@ -160,7 +159,7 @@ long meta_symbol_at(const struct meta_model *m, uint64_t addr)
 
 int meta_symbol_has_addr(const struct meta_model *m, uint64_t addr)
 {
-	for (long i = last_at_or_below(m, addr); i >= 0 && m->symbols[i].addr == addr; i--) {
+	for (long i = meta_symbol_at_or_below(m, addr); i >= 0 && m->symbols[i].addr == addr; i--) {
 		uint8_t t = m->symbols[i].type;
 		if (t == STT_FUNC || t == STT_OBJECT || t == STT_NOTYPE || t == STT_GNU_IFUNC)
 			return 1;

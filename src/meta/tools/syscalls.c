@@ -38,16 +38,7 @@ static int cmp_site(const void *a, const void *b)
 /* Index of the last symbol at or below ADDR inside section S, or -1. */
 static long preceding_symbol(const struct meta_model *m, const struct meta_section *s, uint64_t addr)
 {
-	long lo = 0, hi = (long)m->nsymbols - 1, best = -1;
-	while (lo <= hi) {
-		long mid = lo + (hi - lo) / 2;
-		if (m->symbols[mid].addr <= addr) {
-			best = mid;
-			lo = mid + 1;
-		} else {
-			hi = mid - 1;
-		}
-	}
+	long best = meta_symbol_at_or_below(m, addr);
 	return best >= 0 && m->symbols[best].addr >= s->addr ? best : -1;
 }
 
