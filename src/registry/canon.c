@@ -100,8 +100,9 @@ static int step(struct canon *c, char *cur, const char *name, size_t namelen, in
 	return 0;
 }
 
-/* Walks every component of `path` from canonical directory `cur`, following
- * all of them. */
+/* Walks every component of `path` from canonical directory `cur` (a
+ * PATH_MAX buffer), following all of them; with no `c`, lexically: ".."
+ * drops the last component and nothing is followed. */
 static int walk(struct canon *c, char *cur, const char *path, int depth)
 {
 	const char *p = path;
@@ -116,7 +117,7 @@ static int walk(struct canon *c, char *cur, const char *path, int depth)
 			;
 		else if (n == 2 && p[0] == '.' && p[1] == '.')
 			parent_of(cur);
-		else if (step(c, cur, p, n, depth))
+		else if (c ? step(c, cur, p, n, depth) : join(cur, PATH_MAX, cur, p, n))
 			return -1;
 		p = e;
 	}
@@ -181,22 +182,8 @@ int canon_lexical(const char *path, char *out, size_t len)
 		return -1;
 	}
 	char cur[PATH_MAX] = "/";
-	const char *p = path;
-	while (*p) {
-		while (*p == '/')
-			p++;
-		const char *e = p;
-		while (*e && *e != '/')
-			e++;
-		size_t n = (size_t)(e - p);
-		if (n == 0 || (n == 1 && p[0] == '.'))
-			;
-		else if (n == 2 && p[0] == '.' && p[1] == '.')
-			parent_of(cur);
-		else if (join(cur, sizeof cur, cur, p, n))
-			return -1;
-		p = e;
-	}
+	if (walk(NULL, cur, path, 0))
+		return -1;
 	if (strlen(cur) + 1 > len) {
 		errno = ENAMETOOLONG;
 		return -1;
