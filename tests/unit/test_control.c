@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "trace/service/control.h"
+#include "text_file.h"
 
 static char err[1024];
 
@@ -84,25 +85,6 @@ static void malformed_relations(void **state)
 	assert_non_null(strstr(err, "no package name"));
 	dep_list_free(&l);
 	assert_string_equal(parse(" , ,a,, ", "amd64", NULL), "a");
-}
-
-/* A file holding `text`, named through /proc/self/fd: tmpfile() and stdio
- * are not among the functions the trace core (linked into every unit test)
- * hooks, so this works outside a trace. */
-static const char *text_file(const char *text)
-{
-	static FILE *files[16];
-	static char paths[16][64];
-	static int next;
-	int i = next++ % 16;
-	if (files[i])
-		fclose(files[i]);
-	files[i] = tmpfile();
-	assert_non_null(files[i]);
-	assert_true(fputs(text, files[i]) >= 0);
-	assert_int_equal(fflush(files[i]), 0);
-	snprintf(paths[i], sizeof paths[i], "/proc/self/fd/%d", fileno(files[i]));
-	return paths[i];
 }
 
 static void control_file(void **state)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "trace/service/policy.h"
+#include "text_file.h"
 
 static char err[1024];
 
@@ -96,25 +97,6 @@ static void defaults_for_debian_builds(void **state)
 	assert_int_equal(policy_action_for(&p, "/var/lib/dpkg/status"), POLICY_READ);
 	assert_int_equal(p.unknown, UNKNOWN_REPORT);
 	policy_free(&p);
-}
-
-/* A file holding `text`, named through /proc/self/fd: tmpfile() and stdio
- * are not among the functions the trace core (linked into every unit test)
- * hooks, so this works outside a trace. */
-static const char *text_file(const char *text)
-{
-	static FILE *files[16];
-	static char paths[16][64];
-	static int next;
-	int i = next++ % 16;
-	if (files[i])
-		fclose(files[i]);
-	files[i] = tmpfile();
-	assert_non_null(files[i]);
-	assert_true(fputs(text, files[i]) >= 0);
-	assert_int_equal(fflush(files[i]), 0);
-	snprintf(paths[i], sizeof paths[i], "/proc/self/fd/%d", fileno(files[i]));
-	return paths[i];
 }
 
 static void policy_file(void **state)
