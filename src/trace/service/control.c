@@ -54,27 +54,37 @@ static bool arch_matches(const char *spec, size_t n, const char *arch)
 	       !strcmp(s, linux_arch) || (!strncmp(s, "any-", 4) && !strcmp(s + 4, arch));
 }
 
+/* The next whitespace-separated word of s[0..n) at or after *pos: sets
+ * (*w, *wn) and moves *pos past it. False when none is left. */
+static bool next_word(const char *s, size_t n, size_t *pos, const char **w, size_t *wn)
+{
+	size_t i = *pos;
+	while (i < n && isspace((unsigned char)s[i]))
+		i++;
+	size_t j = i;
+	while (j < n && !isspace((unsigned char)s[j]))
+		j++;
+	*pos = j;
+	*w = s + i;
+	*wn = j - i;
+	return j > i;
+}
+
 /* "[amd64 i386]" or "[!hurd-any !kfreebsd-any]" (contents without brackets). */
 static bool arch_list_applies(const char *s, size_t n, const char *arch)
 {
 	bool any_positive = false, matched = false;
-	for (size_t i = 0; i < n;) {
-		while (i < n && isspace((unsigned char)s[i]))
-			i++;
-		size_t j = i;
-		while (j < n && !isspace((unsigned char)s[j]))
-			j++;
-		if (j > i) {
-			bool neg = s[i] == '!';
-			bool m = arch_matches(s + i + neg, j - i - neg, arch);
-			if (neg && m)
-				return false;
-			if (!neg) {
-				any_positive = true;
-				matched |= m;
-			}
+	const char *w;
+	size_t wn;
+	for (size_t i = 0; next_word(s, n, &i, &w, &wn);) {
+		bool neg = w[0] == '!';
+		bool m = arch_matches(w + neg, wn - neg, arch);
+		if (neg && m)
+			return false;
+		if (!neg) {
+			any_positive = true;
+			matched |= m;
 		}
-		i = j;
 	}
 	return !any_positive || matched;
 }
@@ -83,35 +93,23 @@ static bool profile_active(const char *profiles, const char *p, size_t n)
 {
 	if (!profiles)
 		return false;
-	for (const char *s = profiles; *s;) {
-		while (isspace((unsigned char)*s))
-			s++;
-		size_t k = 0;
-		while (s[k] && !isspace((unsigned char)s[k]))
-			k++;
-		if (k == n && !memcmp(s, p, n))
+	const char *w;
+	size_t wn, len = strlen(profiles);
+	for (size_t i = 0; next_word(profiles, len, &i, &w, &wn);)
+		if (wn == n && !memcmp(w, p, n))
 			return true;
-		s += k;
-	}
 	return false;
 }
 
 /* "<!nocheck cross>": every term must hold. */
 static bool profile_group_holds(const char *s, size_t n, const char *profiles)
 {
-	for (size_t i = 0; i < n;) {
-		while (i < n && isspace((unsigned char)s[i]))
-			i++;
-		size_t j = i;
-		while (j < n && !isspace((unsigned char)s[j]))
-			j++;
-		if (j > i) {
-			bool neg = s[i] == '!';
-			bool act = profile_active(profiles, s + i + neg, j - i - neg);
-			if (act == neg)
-				return false;
-		}
-		i = j;
+	const char *w;
+	size_t wn;
+	for (size_t i = 0; next_word(s, n, &i, &w, &wn);) {
+		bool neg = w[0] == '!';
+		if (profile_active(profiles, w + neg, wn - neg) == neg)
+			return false;
 	}
 	return true;
 }
