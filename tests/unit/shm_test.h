@@ -32,6 +32,20 @@ static inline char *shm_test_dir(void)
 	return strdup(d);
 }
 
+/* Creates DIR/map (its path into `path`) growing from `initial` up to at
+ * most `max` bytes; aborts the test run if it cannot. */
+static inline void shm_test_create(struct shmmap *m, const char *dir, char path[600],
+				   uint64_t initial, uint64_t max)
+{
+	char err[256];
+	snprintf(path, 600, "%s/map", dir);
+	struct shmmap_params p = { .initial_size = initial, .max_size = max };
+	if (shmmap_create(m, path, &p, err, sizeof err)) {
+		fprintf(stderr, "shmmap_create %s: %s\n", path, err);
+		abort();
+	}
+}
+
 static inline void shm_test_rmdir(char *dir)
 {
 	DIR *d = opendir(dir);

@@ -154,10 +154,8 @@ static void processes_race_while_growing(void **state)
 	(void)state;
 	char *dir = shm_test_dir();
 	char path[600], err[256];
-	snprintf(path, sizeof path, "%s/map", dir);
 	struct shmmap m;
-	struct shmmap_params p = { .initial_size = 64 << 10, .max_size = 512ull << 20 };
-	assert_int_equal(shmmap_create(&m, path, &p, err, sizeof err), 0);
+	shm_test_create(&m, dir, path, 64 << 10, 512ull << 20);
 
 	/* Keys average ~2 KiB (up to PATH_MAX): 40k of them need > 64 MiB. */
 	struct stress s = { .path = path, .nkeys = SHM_TEST_SANITIZED ? 4000 : 40000,
@@ -277,10 +275,8 @@ static void killed_and_stopped_workers_leave_a_valid_map(void **state)
 	(void)state;
 	char *dir = shm_test_dir();
 	char path[600], err[256];
-	snprintf(path, sizeof path, "%s/map", dir);
 	struct shmmap m;
-	struct shmmap_params p = { .initial_size = 64 << 10, .max_size = 256ull << 20 };
-	assert_int_equal(shmmap_create(&m, path, &p, err, sizeof err), 0);
+	shm_test_create(&m, dir, path, 64 << 10, 256ull << 20);
 	size_t bsize = sizeof(struct board) + CHAOS_KEYS * sizeof(uint64_t);
 	struct board *b = shared_alloc(bsize);
 
@@ -402,10 +398,8 @@ static void fork_while_threads_insert(void **state)
 #endif
 	char *dir = shm_test_dir();
 	char path[600], err[256], key[SHMMAP_MAX_KEY];
-	snprintf(path, sizeof path, "%s/map", dir);
 	struct shmmap m;
-	struct shmmap_params p = { .initial_size = 64 << 10, .max_size = 256ull << 20 };
-	assert_int_equal(shmmap_create(&m, path, &p, err, sizeof err), 0);
+	shm_test_create(&m, dir, path, 64 << 10, 256ull << 20);
 	for (uint64_t i = 0; i < 2000; i++)
 		assert_int_equal(shmmap_insert(&m, key, shm_test_key(key, i, 60), i, NULL),
 				 SHMMAP_INSERTED);

@@ -83,10 +83,8 @@ static void threads_race_while_growing(void **state)
 	(void)state;
 	char *dir = shm_test_dir();
 	char path[600], err[256];
-	snprintf(path, sizeof path, "%s/map", dir);
 	struct shmmap m;
-	struct shmmap_params p = { .initial_size = 64 << 10, .max_size = 256 << 20 };
-	assert_int_equal(shmmap_create(&m, path, &p, err, sizeof err), 0);
+	shm_test_create(&m, dir, path, 64 << 10, 256 << 20);
 
 	struct shared s = { .m = &m, .nkeys = SHM_TEST_SANITIZED ? 6000 : 40000, .spread = 400 };
 	s.winner = calloc(s.nkeys, sizeof *s.winner);
@@ -158,10 +156,8 @@ static void validate_while_threads_insert(void **state)
 	(void)state;
 	char *dir = shm_test_dir();
 	char path[600], err[256];
-	snprintf(path, sizeof path, "%s/map", dir);
 	struct shmmap m;
-	struct shmmap_params p = { .initial_size = 64 << 10, .max_size = 256 << 20 };
-	assert_int_equal(shmmap_create(&m, path, &p, err, sizeof err), 0);
+	shm_test_create(&m, dir, path, 64 << 10, 256 << 20);
 	struct shared s = { .m = &m, .nkeys = SHM_TEST_SANITIZED ? 3000 : 20000, .spread = 40 };
 	s.winner = calloc(s.nkeys, sizeof *s.winner);
 	pthread_barrier_init(&s.go, NULL, THREADS);
@@ -221,10 +217,8 @@ static void signal_handler_inserts_and_lookups(void **state)
 	(void)state;
 	char *dir = shm_test_dir();
 	char path[600], err[256];
-	snprintf(path, sizeof path, "%s/map", dir);
 	struct shmmap m;
-	struct shmmap_params p = { .initial_size = 64 << 10, .max_size = 256 << 20 };
-	assert_int_equal(shmmap_create(&m, path, &p, err, sizeof err), 0);
+	shm_test_create(&m, dir, path, 64 << 10, 256 << 20);
 	alarm_map = &m;
 	main_done = 0;
 	handler_count = 0;
