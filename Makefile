@@ -145,8 +145,8 @@ demo: all
 # which measures side by side, prints a table of ratios and writes
 # bench/out/NAME.json.
 BENCHES := $(patsubst bench/run-%,%,$(wildcard bench/run-*))
-# Built by a pattern rule only as a prerequisite: keep them between runs.
-.SECONDARY: $(BENCH_BINS)
+# Built by pattern rules only as prerequisites: keep them between runs.
+.SECONDARY: $(BENCH_BINS) $(call obj,$(UNIT_SUPPORT))
 bench: $(addprefix bench-,$(BENCHES))
 bench-%: all $(BENCH_BINS)
 	@mkdir -p bench/out
