@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "common/outfile.h"
 #include "ipc/proto.h"
 #include "registry/registry.h"
 #include "trace/service/policy.h"
@@ -55,13 +56,17 @@ static void usage(FILE *out)
 "  --strict                  exit non-zero if anything was hidden or refused\n"
 "  --json FILE               write the report as JSON\n"
 "  --log FILE                write every path touched with its access classes\n"
+"  --report FILE             write the text report to FILE instead of stderr\n"
+"                            (output files: '-' is stdout; symlinks, FIFOs and\n"
+"                            devices are written through; checked before the\n"
+"                            command runs: docs/output-files.md)\n"
 "  --no-cache                ask the server for every check (today every check\n"
 "                            is a round trip anyway: the shared verdict cache is\n"
 "                            not there yet, so this changes nothing)\n"
 "  --help                    this text\n"
 "\n"
 "The build directory (writable) is the current directory. The report goes to\n"
-"standard error.\n");
+"standard error (or --report FILE).\n");
 }
 
 struct cli_rule {
@@ -80,8 +85,8 @@ struct opts {
 	bool unknown_set;
 	enum policy_unknown unknown;
 	bool report_only, strict;
-	const char *json, *log;
-	char *json_abs, *log_abs; /* owned copies made absolute */
+	const char *json, *log, *report;
+	char *json_abs, *log_abs, *report_abs; /* owned copies made absolute */
 	char **command;
 };
 
@@ -91,6 +96,7 @@ static void opts_free(struct opts *o)
 	free(o->rules);
 	free(o->json_abs);
 	free(o->log_abs);
+	free(o->report_abs);
 }
 
 static volatile sig_atomic_t build_pgid;
@@ -153,7 +159,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		name[nl] = '\0';
 		static const char *const valued[] = { "--db", "--deps", "--deps-from-control", "--allow",
 						      "--read", "--ask", "--deny", "--unknown", "--policy",
-						      "--json", "--log" };
+						      "--json", "--log", "--report" };
 		bool known = false;
 		for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
 			known |= !strcmp(name, valued[k]);
@@ -182,6 +188,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			o->json = val;
 		} else if (!strcmp(name, "--log")) {
 			o->log = val;
+		} else if (!strcmp(name, "--report")) {
+			o->report = val;
 		} else if (!strcmp(name, "--unknown")) {
 			if (policy_parse_unknown(val, &o->unknown) < 0) {
 				fprintf(stderr, "kiln trace: --unknown takes report, allow or hide, not '%s'\n", val);
@@ -213,7 +221,7 @@ unknown:
  * the copy to free. */
 static const char *absolute(const char *p, const char *cwd, char **owned)
 {
-	if (!p || p[0] == '/')
+	if (!p || p[0] == '/' || !strcmp(p, "-"))
 		return p;
 	if (asprintf(owned, "%s/%s", cwd, p) < 0) {
 		*owned = NULL;
@@ -314,6 +322,21 @@ static void exec_command(const struct opts *o, const char *preload, const char *
 	_exit(e == ENOENT ? 127 : 126);
 }
 
+/* Every output file can be written: checked before anything runs. */
+static int check_outputs(const struct opts *o)
+{
+	const char *const outs[] = { o->json, o->log, o->report };
+	const char *const names[] = { "--json", "--log", "--report" };
+	for (size_t i = 0; i < 3; i++) {
+		char err[PATH_MAX + 256];
+		if (outs[i] && outfile_check(AT_FDCWD, outs[i], 0, err, sizeof err) < 0) {
+			fprintf(stderr, "kiln trace: %s: %s; nothing was run\n", names[i], err);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int run_trace(struct opts *op);
 
 int cmd_trace(int argc, char **argv)
@@ -337,8 +360,11 @@ static int run_trace(struct opts *op)
 	}
 	if (!o.db)
 		o.db = registry_default_path(dbbuf, sizeof dbbuf);
+	if (check_outputs(&o) < 0)
+		return 2;
 	o.json = absolute(o.json, cwd, &op->json_abs);
 	o.log = absolute(o.log, cwd, &op->log_abs);
+	o.report = absolute(o.report, cwd, &op->report_abs);
 	if (find_preload(preload, sizeof preload) < 0 || build_policy(&o, cwd, &policy) < 0)
 		return EXIT_KILN;
 
@@ -376,16 +402,16 @@ static int run_trace(struct opts *op)
 		signal(SIGPIPE, SIG_IGN); /* a closed stderr must not lose --json/--log */
 		close(ready[0]);
 		close(life[1]);
+		/* stdout stays: --json - and /dev/stdout write to it */
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (null >= 0) {
 			dup2(null, 0);
-			dup2(null, 1);
 			close(null);
 		}
 		struct trace_server_config cfg = {
 			.db = o.db, .deps = o.deps, .ndeps = o.ndeps, .control = o.control,
 			.policy = &policy, .report_only = o.report_only, .json = o.json,
-			.log = o.log, .socket = sock,
+			.log = o.log, .report = o.report, .socket = sock,
 		};
 		int rc = trace_server_main(&cfg, ready[1], life[0]);
 		fflush(NULL);
