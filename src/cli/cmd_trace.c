@@ -19,6 +19,7 @@
 #include "common/outfile.h"
 #include "ipc/proto.h"
 #include "registry/registry.h"
+#include "trace/service/artifacts.h"
 #include "trace/service/policy.h"
 #include "trace/service/trace_server.h"
 
@@ -290,6 +291,8 @@ static int build_policy(const struct opts *o, const char *cwd, struct policy *p)
 			goto fail;
 	if (o->unknown_set)
 		p->unknown = o->unknown;
+	if (artifacts_add_to_policy(p, o->control, o->command[0], cwd, err, sizeof err) < 0)
+		goto fail;
 	policy_compile(p);
 	return 0;
 fail:
