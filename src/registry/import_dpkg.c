@@ -10,6 +10,7 @@
 #include "registry/builder.h"
 #include "registry/canon.h"
 #include "registry/deb822.h"
+#include "registry/dirkinds.h"
 #include "registry/import.h"
 #include "registry/internal.h"
 
@@ -123,25 +124,12 @@ static int read_diversions(const char *path, struct strmap *to, struct strmap *b
 	return rc;
 }
 
-static int file_kind(const char *root, const char *canonical)
-{
-	char full[PATH_MAX * 2];
-	snprintf(full, sizeof full, "%s%s", root, canonical);
-	struct stat st;
-	if (lstat(full, &st))
-		return REGISTRY_KIND_FILE;
-	if (S_ISDIR(st.st_mode))
-		return REGISTRY_KIND_DIR;
-	if (S_ISLNK(st.st_mode))
-		return REGISTRY_KIND_SYMLINK;
-	return REGISTRY_KIND_FILE;
-}
-
 struct dpkg_import {
 	const struct registry_import_opts *opts;
 	struct registry_import_result *res;
 	struct builder b;
 	struct canon canon;
+	struct dirkinds kinds;
 	struct strmap div_to, div_by;
 	char admin[PATH_MAX + 16];
 };
@@ -177,7 +165,6 @@ static int import_list(struct dpkg_import *im, const struct dpkg_pkg *p, int64_t
 		return 0;
 	}
 	int line = 0, rc = 0;
-	const char *root = im->canon.root;
 	for (char *s = buf, *eol, *next; *s; s = next) {
 		eol = strchrnul(s, '\n');
 		next = eol + (*eol != '\0');
@@ -207,8 +194,13 @@ static int import_list(struct dpkg_import *im, const struct dpkg_pkg *p, int64_t
 			rc = -1;
 			break;
 		}
-		if (builder_add_file(&im->b, id, listed, canonical, file_kind(root, canonical),
-				     diverted, err, errlen)) {
+		int kind = dirkinds_kind(&im->kinds, canonical);
+		if (kind < 0) {
+			snprintf(err, errlen, "%s: out of memory", path);
+			rc = -1;
+			break;
+		}
+		if (builder_add_file(&im->b, id, listed, canonical, kind, diverted, err, errlen)) {
 			rc = -1;
 			break;
 		}
@@ -275,6 +267,7 @@ int registry_import_dpkg(const char *dbpath, const struct registry_import_opts *
 		canon_free(&im.canon);
 		return -1;
 	}
+	dirkinds_init(&im.kinds, im.canon.root);
 	strmap_init(&im.div_to);
 	strmap_init(&im.div_by);
 	char status_path[PATH_MAX + 32], div_path[PATH_MAX + 32];
@@ -309,6 +302,7 @@ out:
 	free(s.v);
 	strmap_free(&im.div_to);
 	strmap_free(&im.div_by);
+	dirkinds_free(&im.kinds);
 	canon_free(&im.canon);
 	return rc;
 }
