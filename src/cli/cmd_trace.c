@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "common/outfile.h"
 #include "ipc/proto.h"
+#include "registry/fresh.h"
 #include "registry/registry.h"
 #include "trace/service/artifacts.h"
 #include "trace/service/policy.h"
@@ -61,6 +62,9 @@ static void usage(FILE *out)
 "                            (output files: '-' is stdout; symlinks, FIFOs and\n"
 "                            devices are written through; checked before the\n"
 "                            command runs: docs/output-files.md)\n"
+"  --no-refresh              do not re-import a registry older than the dpkg\n"
+"                            database (it is re-imported by default; this\n"
+"                            only warns)\n"
 "  --no-cache                ask the server for every check (today every check\n"
 "                            is a round trip anyway: the shared verdict cache is\n"
 "                            not there yet, so this changes nothing)\n"
@@ -85,7 +89,7 @@ struct opts {
 	const char *policy_file;
 	bool unknown_set;
 	enum policy_unknown unknown;
-	bool report_only, strict;
+	bool report_only, strict, no_refresh;
 	const char *json, *log, *report;
 	char *json_abs, *log_abs, *report_abs; /* owned copies made absolute */
 	char **command;
@@ -150,6 +154,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		}
 		if (!strcmp(a, "--no-cache"))
 			continue;
+		if (!strcmp(a, "--no-refresh")) {
+			o->no_refresh = true;
+			continue;
+		}
 		/* Options with a value: "--opt VALUE" or "--opt=VALUE". */
 		const char *eq = strchr(a, '=');
 		size_t nl = eq ? (size_t)(eq - a) : strlen(a);
@@ -368,6 +376,8 @@ static int run_trace(struct opts *op)
 	o.json = absolute(o.json, cwd, &op->json_abs);
 	o.log = absolute(o.log, cwd, &op->log_abs);
 	o.report = absolute(o.report, cwd, &op->report_abs);
+	if (registry_refresh_if_stale(o.db, !o.no_refresh, "kiln trace", stderr) < 0)
+		return EXIT_KILN;
 	if (find_preload(preload, sizeof preload) < 0 || build_policy(&o, cwd, &policy) < 0)
 		return EXIT_KILN;
 

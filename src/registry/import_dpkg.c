@@ -11,6 +11,7 @@
 #include "registry/canon.h"
 #include "registry/deb822.h"
 #include "registry/dirkinds.h"
+#include "registry/fresh.h"
 #include "registry/import.h"
 #include "registry/internal.h"
 
@@ -275,7 +276,15 @@ int registry_import_dpkg(const char *dbpath, const struct registry_import_opts *
 	snprintf(div_path, sizeof div_path, "%s/diversions", im.admin);
 	struct status_ctx s = { .file = status_path, .err = err, .errlen = errlen };
 	int rc = -1;
-	char *status = deb822_slurp(status_path, NULL, err, errlen);
+	char *status = NULL;
+	/* Taken before reading: a change during the import makes the next
+	 * freshness check (registry/fresh.h) re-import. */
+	char state[128];
+	if (registry_dpkg_state(root, state, sizeof state) < 0) {
+		snprintf(err, errlen, "%s: %s", status_path, strerror(errno));
+		goto out;
+	}
+	status = deb822_slurp(status_path, NULL, err, errlen);
 	if (!status)
 		goto out;
 	if (deb822_parse(status, status_path, 0, status_stanza, &s, err, errlen) ||
@@ -283,13 +292,14 @@ int registry_import_dpkg(const char *dbpath, const struct registry_import_opts *
 		goto out;
 	if (builder_begin(&im.b, dbpath, err, errlen))
 		goto out;
-	char when[64];
+	char when[64], abs_root[PATH_MAX]; /* absolute: fresh.c compares it later, from anywhere */
 	time_t now = time(NULL);
 	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 	if (builder_replace_origin(&im.b, "dpkg", err, errlen) ||
 	    import_packages(&im, &s, err, errlen) ||
-	    builder_set_meta(&im.b, "dpkg_root", root, err, errlen) ||
+	    builder_set_meta(&im.b, "dpkg_root", realpath(root, abs_root) ? abs_root : root, err, errlen) ||
 	    builder_set_meta(&im.b, "dpkg_imported_at", when, err, errlen) ||
+	    builder_set_meta(&im.b, "dpkg_state", state, err, errlen) ||
 	    builder_commit(&im.b, err, errlen)) {
 		builder_abort(&im.b);
 		goto out;
