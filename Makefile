@@ -48,6 +48,7 @@ ALL_CFLAGS  = $(BASE_CFLAGS) $(OPT_CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) $(CFLAGS)
 NOSAN_CFLAGS = $(BASE_CFLAGS) -O2 $(PKG_CFLAGS) $(CFLAGS)
 
 # ---- sources by component ------------------------------------------------
+COMMON_SRC   := $(wildcard src/common/*.c)
 SHM_SRC      := $(wildcard src/shm/*.c)
 IPC_SRC      := $(wildcard src/ipc/*.c)
 REGISTRY_SRC := $(wildcard src/registry/*.c)
@@ -57,7 +58,7 @@ META_SRC     := $(wildcard src/meta/*.c src/meta/tools/*.c)
 TRACE_SRC    := $(wildcard src/trace/*.c src/trace/hooks/*.c) $(TRACE_GEN_SRC)
 CLI_SRC      := $(wildcard src/cli/*.c)
 
-CORE_SRC := $(SHM_SRC) $(IPC_SRC) $(REGISTRY_SRC) $(SERVER_SRC) \
+CORE_SRC := $(COMMON_SRC) $(SHM_SRC) $(IPC_SRC) $(REGISTRY_SRC) $(SERVER_SRC) \
             $(TRACESVC_SRC) $(META_SRC)
 
 obj     = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))

@@ -16,8 +16,11 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "common/outfile.h"
 #include "ipc/proto.h"
+#include "registry/fresh.h"
 #include "registry/registry.h"
+#include "trace/service/artifacts.h"
 #include "trace/service/policy.h"
 #include "trace/service/trace_server.h"
 
@@ -55,13 +58,20 @@ static void usage(FILE *out)
 "  --strict                  exit non-zero if anything was hidden or refused\n"
 "  --json FILE               write the report as JSON\n"
 "  --log FILE                write every path touched with its access classes\n"
+"  --report FILE             write the text report to FILE instead of stderr\n"
+"                            (output files: '-' is stdout; symlinks, FIFOs and\n"
+"                            devices are written through; checked before the\n"
+"                            command runs: docs/output-files.md)\n"
+"  --no-refresh              do not re-import a registry older than the dpkg\n"
+"                            database (it is re-imported by default; this\n"
+"                            only warns)\n"
 "  --no-cache                ask the server for every check (today every check\n"
 "                            is a round trip anyway: the shared verdict cache is\n"
 "                            not there yet, so this changes nothing)\n"
 "  --help                    this text\n"
 "\n"
 "The build directory (writable) is the current directory. The report goes to\n"
-"standard error.\n");
+"standard error (or --report FILE).\n");
 }
 
 struct cli_rule {
@@ -79,9 +89,9 @@ struct opts {
 	const char *policy_file;
 	bool unknown_set;
 	enum policy_unknown unknown;
-	bool report_only, strict;
-	const char *json, *log;
-	char *json_abs, *log_abs; /* owned copies made absolute */
+	bool report_only, strict, no_refresh;
+	const char *json, *log, *report;
+	char *json_abs, *log_abs, *report_abs; /* owned copies made absolute */
 	char **command;
 };
 
@@ -91,6 +101,7 @@ static void opts_free(struct opts *o)
 	free(o->rules);
 	free(o->json_abs);
 	free(o->log_abs);
+	free(o->report_abs);
 }
 
 static volatile sig_atomic_t build_pgid;
@@ -143,6 +154,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		}
 		if (!strcmp(a, "--no-cache"))
 			continue;
+		if (!strcmp(a, "--no-refresh")) {
+			o->no_refresh = true;
+			continue;
+		}
 		/* Options with a value: "--opt VALUE" or "--opt=VALUE". */
 		const char *eq = strchr(a, '=');
 		size_t nl = eq ? (size_t)(eq - a) : strlen(a);
@@ -153,7 +168,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		name[nl] = '\0';
 		static const char *const valued[] = { "--db", "--deps", "--deps-from-control", "--allow",
 						      "--read", "--ask", "--deny", "--unknown", "--policy",
-						      "--json", "--log" };
+						      "--json", "--log", "--report" };
 		bool known = false;
 		for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
 			known |= !strcmp(name, valued[k]);
@@ -182,6 +197,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			o->json = val;
 		} else if (!strcmp(name, "--log")) {
 			o->log = val;
+		} else if (!strcmp(name, "--report")) {
+			o->report = val;
 		} else if (!strcmp(name, "--unknown")) {
 			if (policy_parse_unknown(val, &o->unknown) < 0) {
 				fprintf(stderr, "kiln trace: --unknown takes report, allow or hide, not '%s'\n", val);
@@ -213,7 +230,7 @@ unknown:
  * the copy to free. */
 static const char *absolute(const char *p, const char *cwd, char **owned)
 {
-	if (!p || p[0] == '/')
+	if (!p || p[0] == '/' || !strcmp(p, "-"))
 		return p;
 	if (asprintf(owned, "%s/%s", cwd, p) < 0) {
 		*owned = NULL;
@@ -282,6 +299,8 @@ static int build_policy(const struct opts *o, const char *cwd, struct policy *p)
 			goto fail;
 	if (o->unknown_set)
 		p->unknown = o->unknown;
+	if (artifacts_add_to_policy(p, o->control, o->command[0], cwd, err, sizeof err) < 0)
+		goto fail;
 	policy_compile(p);
 	return 0;
 fail:
@@ -314,6 +333,21 @@ static void exec_command(const struct opts *o, const char *preload, const char *
 	_exit(e == ENOENT ? 127 : 126);
 }
 
+/* Every output file can be written: checked before anything runs. */
+static int check_outputs(const struct opts *o)
+{
+	const char *const outs[] = { o->json, o->log, o->report };
+	const char *const names[] = { "--json", "--log", "--report" };
+	for (size_t i = 0; i < 3; i++) {
+		char err[PATH_MAX + 256];
+		if (outs[i] && outfile_check(AT_FDCWD, outs[i], 0, err, sizeof err) < 0) {
+			fprintf(stderr, "kiln trace: %s: %s; nothing was run\n", names[i], err);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int run_trace(struct opts *op);
 
 int cmd_trace(int argc, char **argv)
@@ -337,8 +371,13 @@ static int run_trace(struct opts *op)
 	}
 	if (!o.db)
 		o.db = registry_default_path(dbbuf, sizeof dbbuf);
+	if (check_outputs(&o) < 0)
+		return 2;
 	o.json = absolute(o.json, cwd, &op->json_abs);
 	o.log = absolute(o.log, cwd, &op->log_abs);
+	o.report = absolute(o.report, cwd, &op->report_abs);
+	if (registry_refresh_if_stale(o.db, !o.no_refresh, "kiln trace", stderr) < 0)
+		return EXIT_KILN;
 	if (find_preload(preload, sizeof preload) < 0 || build_policy(&o, cwd, &policy) < 0)
 		return EXIT_KILN;
 
@@ -376,16 +415,16 @@ static int run_trace(struct opts *op)
 		signal(SIGPIPE, SIG_IGN); /* a closed stderr must not lose --json/--log */
 		close(ready[0]);
 		close(life[1]);
+		/* stdout stays: --json - and /dev/stdout write to it */
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (null >= 0) {
 			dup2(null, 0);
-			dup2(null, 1);
 			close(null);
 		}
 		struct trace_server_config cfg = {
 			.db = o.db, .deps = o.deps, .ndeps = o.ndeps, .control = o.control,
 			.policy = &policy, .report_only = o.report_only, .json = o.json,
-			.log = o.log, .socket = sock,
+			.log = o.log, .report = o.report, .socket = sock,
 		};
 		int rc = trace_server_main(&cfg, ready[1], life[0]);
 		fflush(NULL);

@@ -2,7 +2,10 @@
  * access log (every path with its access classes). */
 #include "trace/service/tracelog.h"
 
+#include "common/outfile.h"
+
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -237,37 +240,12 @@ static void json_findings(FILE *f, const struct tracelog *t, const struct item *
 	fputc(']', f);
 }
 
-static FILE *open_temp(const char *file, char *tmp, size_t tmplen, char *err, size_t errlen)
-{
-	snprintf(tmp, tmplen, "%s.tmp.%ld", file, (long)getpid());
-	FILE *f = fopen(tmp, "we");
-	if (!f)
-		snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
-	return f;
-}
-
-static int close_rename(FILE *f, const char *tmp, const char *file, char *err, size_t errlen)
-{
-	bool bad = ferror(f);
-	if (fclose(f) != 0 || bad) {
-		snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno ? errno : EIO));
-		unlink(tmp);
-		return -1;
-	}
-	if (rename(tmp, file) < 0) {
-		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, file, strerror(errno));
-		unlink(tmp);
-		return -1;
-	}
-	return 0;
-}
-
 int tracelog_write_json(const struct tracelog *t, const char *file, int exit_status,
 			char *err, size_t errlen)
 {
-	char tmp[4200];
+	struct outfile out;
 	struct item *hid = sorted(&t->hidden), *ref = sorted(&t->refused), *unk = sorted(&t->unknown);
-	FILE *f = hid && ref && unk ? open_temp(file, tmp, sizeof tmp, err, errlen) : NULL;
+	FILE *f = hid && ref && unk ? outfile_fopen(&out, AT_FDCWD, file, STDOUT_FILENO, 0, err, errlen) : NULL;
 	if (!f) {
 		if (!hid || !ref || !unk)
 			snprintf(err, errlen, "out of memory writing %s", file);
@@ -324,7 +302,7 @@ int tracelog_write_json(const struct tracelog *t, const char *file, int exit_sta
 	free(hid);
 	free(ref);
 	free(unk);
-	return close_rename(f, tmp, file, err, errlen);
+	return outfile_commit(&out, err, errlen);
 }
 
 static int by_key(const void *a, const void *b)
@@ -334,9 +312,9 @@ static int by_key(const void *a, const void *b)
 
 int tracelog_write_log(const struct tracelog *t, const char *file, char *err, size_t errlen)
 {
-	char tmp[4200];
+	struct outfile out;
 	const char **keys = calloc(t->paths.n + 1, sizeof *keys);
-	FILE *f = keys ? open_temp(file, tmp, sizeof tmp, err, errlen) : NULL;
+	FILE *f = keys ? outfile_fopen(&out, AT_FDCWD, file, STDOUT_FILENO, 0, err, errlen) : NULL;
 	if (!f) {
 		if (!keys)
 			snprintf(err, errlen, "out of memory writing %s", file);
@@ -363,5 +341,5 @@ int tracelog_write_log(const struct tracelog *t, const char *file, char *err, si
 		fprintf(f, " %s\n", keys[i]);
 	}
 	free(keys);
-	return close_rename(f, tmp, file, err, errlen);
+	return outfile_commit(&out, err, errlen);
 }

@@ -463,7 +463,8 @@ void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned acc
 	 * answers EEXIST (mkdir -p walks every ancestor that way). */
 	if (writes == KILN_A_CREATE && d->exists && w.is_dir)
 		writes = 0;
-	if (writes && policy_action_for(s->policy, d->node) != POLICY_ALLOW) {
+	if (writes && policy_action_for(s->policy, d->node) != POLICY_ALLOW &&
+	    !policy_is_artifact(s->policy, d->node)) {
 		d->verdict = KILN_V_DENY;
 		d->reason = SBX_WRITE_REFUSED;
 	}

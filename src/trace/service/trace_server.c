@@ -1,12 +1,14 @@
 #include "trace/service/trace_server.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "common/outfile.h"
 #include "server/server.h"
 #include "trace/service/control.h"
 #include "trace/service/deps.h"
@@ -20,6 +22,21 @@ static void say_ready(int fd, const char *err)
 		/* kiln is gone; the lifeline will tell the loop */
 	}
 	close(fd);
+}
+
+/* The text report to FILE (output rules of common/outfile.h), else stderr. */
+static int write_text_report(const struct tracelog *t, const char *file, char *err, size_t errlen)
+{
+	if (!file) {
+		tracelog_write_text(t, stderr);
+		return 0;
+	}
+	struct outfile o;
+	FILE *f = outfile_fopen(&o, AT_FDCWD, file, STDOUT_FILENO, 0, err, errlen);
+	if (!f)
+		return -1;
+	tracelog_write_text(t, f);
+	return outfile_commit(&o, err, errlen);
 }
 
 int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int lifeline_fd)
@@ -74,7 +91,10 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		ts->log.server_cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
 				     (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-	tracelog_write_text(&ts->log, stderr);
+	if (write_text_report(&ts->log, cfg->report, err, sizeof err) < 0) {
+		fprintf(stderr, "kiln trace: %s\n", err);
+		rc = TRACE_SERVER_FAILED;
+	}
 	if (getenv("KILN_TRACE_MEMO_STATS"))
 		fprintf(stderr, "kiln trace: server: walk memo %s: %lu of %lu queries answered from it, "
 				"%zu entries, %lu flushes\n", ts->sbx.memo_walks ? "on" : "off",

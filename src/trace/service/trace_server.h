@@ -21,6 +21,7 @@ struct trace_server_config {
 	bool report_only;
 	const char *json;            /* --json file, or NULL */
 	const char *log;             /* --log file, or NULL */
+	const char *report;          /* --report file for the text report, or NULL: stderr */
 	const char *socket;          /* where to listen */
 };
 

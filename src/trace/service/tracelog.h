@@ -75,7 +75,7 @@ size_t tracelog_processes(const struct tracelog *t);
 unsigned long tracelog_violations(const struct tracelog *t);
 
 /* report.c: the text report, the JSON report and the access log. The files
- * are written to a temporary name and renamed. */
+ * are written by the output rules of common/outfile.h ("-" is stdout). */
 void tracelog_write_text(const struct tracelog *t, FILE *out);
 int tracelog_write_json(const struct tracelog *t, const char *file, int exit_status,
 			char *err, size_t errlen);
