@@ -55,9 +55,10 @@ static void usage(FILE *out)
 "  --strict                  exit non-zero if anything was hidden or refused\n"
 "  --json FILE               write the report as JSON\n"
 "  --log FILE                write every path touched with its access classes\n"
-"  --no-cache                ask the server for every check (today every check\n"
-"                            is a round trip anyway: the shared verdict cache is\n"
-"                            not there yet, so this changes nothing)\n"
+"  --no-cache                ask the server for every check: no shared verdict\n"
+"                            cache (for comparison; docs/verdict-cache.md)\n"
+"  --stats                   print the verdict cache's figures (hits, misses,\n"
+"                            round trips, listings, map size, entries) on stderr\n"
 "  --help                    this text\n"
 "\n"
 "The build directory (writable) is the current directory. The report goes to\n"
@@ -79,7 +80,7 @@ struct opts {
 	const char *policy_file;
 	bool unknown_set;
 	enum policy_unknown unknown;
-	bool report_only, strict;
+	bool report_only, strict, no_cache, stats;
 	const char *json, *log;
 	char *json_abs, *log_abs; /* owned copies made absolute */
 	char **command;
@@ -141,8 +142,14 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			o->strict = true;
 			continue;
 		}
-		if (!strcmp(a, "--no-cache"))
+		if (!strcmp(a, "--no-cache")) {
+			o->no_cache = true;
 			continue;
+		}
+		if (!strcmp(a, "--stats")) {
+			o->stats = true;
+			continue;
+		}
 		/* Options with a value: "--opt VALUE" or "--opt=VALUE". */
 		const char *eq = strchr(a, '=');
 		size_t nl = eq ? (size_t)(eq - a) : strlen(a);
@@ -291,7 +298,7 @@ fail:
 }
 
 static void exec_command(const struct opts *o, const char *preload, const char *sock,
-			 const char *rundir, bool own_tty)
+			 const char *rundir, const char *cache, bool own_tty)
 {
 	setpgid(0, 0);
 	if (own_tty) /* before it can read the terminal (kiln does the same: no race) */
@@ -301,7 +308,8 @@ static void exec_command(const struct opts *o, const char *preload, const char *
 	if (old && *old ? asprintf(&ld, "%s:%s", preload, old) < 0 : asprintf(&ld, "%s", preload) < 0)
 		_exit(EXIT_KILN);
 	if (setenv("LD_PRELOAD", ld, 1) < 0 || setenv(KILN_ENV_SOCKET, sock, 1) < 0 ||
-	    setenv(KILN_ENV_PRELOAD, preload, 1) < 0 || setenv(KILN_ENV_RUNDIR, rundir, 1) < 0)
+	    setenv(KILN_ENV_PRELOAD, preload, 1) < 0 || setenv(KILN_ENV_RUNDIR, rundir, 1) < 0 ||
+	    (cache ? setenv(KILN_ENV_CACHE, cache, 1) : unsetenv(KILN_ENV_CACHE)) < 0)
 		_exit(EXIT_KILN);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
@@ -328,7 +336,8 @@ int cmd_trace(int argc, char **argv)
 static int run_trace(struct opts *op)
 {
 	struct opts o = *op;
-	char dbbuf[PATH_MAX], cwd[PATH_MAX], preload[PATH_MAX], rundir[PATH_MAX], sock[PATH_MAX];
+	char dbbuf[PATH_MAX], cwd[PATH_MAX], preload[PATH_MAX], rundir[PATH_MAX], sock[PATH_MAX],
+		cache[PATH_MAX];
 	struct policy policy;
 
 	if (!getcwd(cwd, sizeof cwd)) {
@@ -348,7 +357,8 @@ static int run_trace(struct opts *op)
 		fprintf(stderr, "kiln trace: cannot create a run directory %s: %s\n", rundir, strerror(errno));
 		goto fail;
 	}
-	if (snprintf(sock, sizeof sock, "%s/socket", rundir) >= (int)sizeof sock) {
+	if (snprintf(sock, sizeof sock, "%s/socket", rundir) >= (int)sizeof sock ||
+	    snprintf(cache, sizeof cache, "%s/verdicts", rundir) >= (int)sizeof cache) {
 		fprintf(stderr, "kiln trace: run directory path %s is too long\n", rundir);
 		remove_run_dir(rundir);
 		goto fail;
@@ -385,7 +395,8 @@ static int run_trace(struct opts *op)
 		struct trace_server_config cfg = {
 			.db = o.db, .deps = o.deps, .ndeps = o.ndeps, .control = o.control,
 			.policy = &policy, .report_only = o.report_only, .json = o.json,
-			.log = o.log, .socket = sock,
+			.log = o.log, .socket = sock, .stats = o.stats,
+			.cache = o.no_cache || o.report_only ? NULL : cache,
 		};
 		int rc = trace_server_main(&cfg, ready[1], life[0]);
 		fflush(NULL);
@@ -440,7 +451,8 @@ static int run_trace(struct opts *op)
 		goto fail;
 	}
 	if (cmd == 0)
-		exec_command(&o, preload, sock, rundir, own_tty);
+		exec_command(&o, preload, sock, rundir,
+			     o.no_cache || o.report_only ? NULL : cache, own_tty);
 	setpgid(cmd, cmd);
 	build_pgid = cmd;
 	if (own_tty)
