@@ -39,6 +39,7 @@ static uint64_t *pid_bits;
 static uint64_t pid_words;
 static _Atomic int shard;
 static _Atomic int no_openat2;
+static _Atomic int mark_pending; /* a forked child not yet counted as a process */
 
 /* ---- attach ---------------------------------------------------------------- */
 
@@ -148,9 +149,17 @@ static struct shmmap *get(void)
 	return m;
 }
 
+/* A process counts once it asks something (as it would by connecting with
+ * --no-cache), so a forked child is marked on its first question. */
 void kt_cache_after_fork(void)
 {
-	if (atomic_load_explicit(&state, memory_order_acquire) == READY)
+	atomic_store_explicit(&mark_pending, 1, memory_order_relaxed);
+}
+
+static void mark_if_forked(void)
+{
+	if (__builtin_expect(atomic_load_explicit(&mark_pending, memory_order_relaxed), 0) &&
+	    atomic_exchange(&mark_pending, 0))
 		mark_pid(kt_getpid());
 }
 
@@ -213,6 +222,7 @@ int kt_cache_ask(const char *abs, size_t plen, unsigned access, unsigned qflags,
 	struct shmmap *m = get();
 	if (!m)
 		return 0;
+	mark_if_forked();
 	char key[SHMMAP_MAX_KEY];
 	size_t klen = vc_key_verdict(key, abs, plen, access, qflags);
 	uint64_t v;
@@ -238,6 +248,7 @@ int kt_cache_ask_dir(const char *dir, const char *const *names, size_t n, unsign
 	struct shmmap *m = get();
 	if (!m)
 		return 0;
+	mark_if_forked();
 	char key[SHMMAP_MAX_KEY];
 	size_t dlen = strlen(dir);
 	size_t klen = vc_key_listing(key, dir, dlen);

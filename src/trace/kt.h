@@ -138,7 +138,8 @@ int kt_no_symlinks(const char *path, int nofollow);
 /* The map's fd (one of kiln's fds), or -1; moving it off its number. */
 int kt_cache_fd(void);
 void kt_cache_move_fd(void);
-/* In the child of a fork: count it as a process of its own. */
+/* In the child of a fork: count it as a process of its own on its first
+ * question. */
 void kt_cache_after_fork(void);
 
 #pragma GCC visibility pop
