@@ -29,6 +29,24 @@ static double now_ns(void)
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
+/* Spawns and waits for `self` n times; prints ns per process. */
+static int spawn_n(int n, const char *self, const posix_spawn_file_actions_t *fa, char *const *argv,
+		   char *const *envp)
+{
+	double t0 = now_ns();
+	for (int i = 0; i < n; i++) {
+		pid_t pid;
+		int st;
+		if (posix_spawn(&pid, self, fa, NULL, argv, envp) != 0)
+			return 1;
+		waitpid(pid, &st, 0);
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			return 1;
+	}
+	printf("%.0f\n", (now_ns() - t0) / n);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "noop"))
@@ -52,18 +70,7 @@ int main(int argc, char **argv)
 			return 1;
 		self[l] = '\0';
 		char *cargv[] = { self, "noop", NULL };
-		double t0 = now_ns();
-		for (int i = 0; i < n; i++) {
-			pid_t pid;
-			int st;
-			if (posix_spawn(&pid, self, NULL, NULL, cargv, envp) != 0)
-				return 1;
-			waitpid(pid, &st, 0);
-			if (!WIFEXITED(st) || WEXITSTATUS(st))
-				return 1;
-		}
-		printf("%.0f\n", (now_ns() - t0) / n);
-		return 0;
+		return spawn_n(n, self, NULL, cargv, envp);
 	}
 	if (argc == 5 && !strcmp(argv[1], "spawn-stat")) {
 		int n = atoi(argv[2]);
@@ -77,18 +84,7 @@ int main(int argc, char **argv)
 		posix_spawn_file_actions_t fa;
 		posix_spawn_file_actions_init(&fa);
 		posix_spawn_file_actions_adddup2(&fa, out, 1);
-		double t0 = now_ns();
-		for (int i = 0; i < n; i++) {
-			pid_t pid;
-			int st;
-			if (posix_spawn(&pid, self, &fa, NULL, cargv, environ) != 0)
-				return 1;
-			waitpid(pid, &st, 0);
-			if (!WIFEXITED(st) || WEXITSTATUS(st))
-				return 1;
-		}
-		printf("%.0f\n", (now_ns() - t0) / n);
-		return 0;
+		return spawn_n(n, self, &fa, cargv, environ);
 	}
 	if (argc == 4 && !strcmp(argv[1], "stat")) {
 		int n = atoi(argv[2]);

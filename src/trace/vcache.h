@@ -72,26 +72,27 @@ static inline size_t vc_key_verdict(char *out, const char *path, size_t plen, un
 	return plen + 4;
 }
 
-static inline size_t vc_key_listing(char *out, const char *dir, size_t dlen)
+/* dir \0 letter: the 'D' key, or the prefix of the 'E' keys. */
+static inline size_t vc_key_dir(char *out, const char *dir, size_t dlen, char letter)
 {
 	if (dlen + 2 > SHMMAP_MAX_KEY)
 		return 0;
 	memcpy(out, dir, dlen);
 	out[dlen] = '\0';
-	out[dlen + 1] = 'D';
+	out[dlen + 1] = letter;
 	return dlen + 2;
 }
 
-/* Entry keys share their prefix: build it once with vc_key_listing-like
- * vc_key_entry_prefix, then vc_key_entry_name per entry. */
+static inline size_t vc_key_listing(char *out, const char *dir, size_t dlen)
+{
+	return vc_key_dir(out, dir, dlen, 'D');
+}
+
+/* Entry keys share their prefix: build it once, then vc_key_entry_name per
+ * entry. */
 static inline size_t vc_key_entry_prefix(char *out, const char *dir, size_t dlen)
 {
-	if (dlen + 2 > SHMMAP_MAX_KEY)
-		return 0;
-	memcpy(out, dir, dlen);
-	out[dlen] = '\0';
-	out[dlen + 1] = 'E';
-	return dlen + 2;
+	return vc_key_dir(out, dir, dlen, 'E');
 }
 
 static inline size_t vc_key_entry_name(char *out, size_t prefix, const char *name, size_t nlen)

@@ -8,7 +8,6 @@ only what a fresh server answers. Every test here also runs with
 import json
 import os
 import pathlib
-import random
 import re
 import shutil
 import subprocess
@@ -34,6 +33,31 @@ def hammer_lines(out):
 def traced_sh(kiln_bin, world, script, *extra, env=None, **kw):
     return run([kiln_bin, "trace", *world.args, *extra, "--", "sh", "-c", script], cwd=world.build,
                env=env, **kw)
+
+
+def wait_for(path, proc, timeout=30):
+    """Waits until the traced command `proc` has written `path`."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline, f"{path} not written in {timeout} s"
+        time.sleep(0.01)
+
+
+def run_paused(cmd, cwd, marker, release, timeout=30):
+    """Runs `cmd` (a kiln trace); once the traced command has written
+    `marker`, calls release(); returns (returncode, stdout, stderr)."""
+    p = subprocess.Popen([str(c) for c in cmd], cwd=cwd, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(marker, p, timeout)
+        release()
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    return p.returncode, out, err
 
 
 def cache_json(path):
@@ -194,13 +218,7 @@ def test_untrustworthy_map_falls_back_with_one_message(world, kiln_bin, helper, 
     where = b / "where"
     script = (f'cat here.txt >/dev/null; echo "$KILN_CACHE" > where.tmp && mv where.tmp where; '
               f'read x < go.fifo; exec {helper("hammer")} 2 2 ' + " ".join(map(str, paths)))
-    p = subprocess.Popen([str(kiln_bin), "trace", *map(str, world.args), "--", "sh", "-c", script],
-                         cwd=b, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while not where.exists():
-            assert p.poll() is None and time.monotonic() < deadline
-            time.sleep(0.01)
+    def release():
         mapfile = pathlib.Path(where.read_text().strip())
         spoilt = mapfile.with_name("spoilt")
         spoil(mapfile, spoilt, kiln_bin)
@@ -208,12 +226,10 @@ def test_untrustworthy_map_falls_back_with_one_message(world, kiln_bin, helper, 
         os.rename(spoilt, mapfile)   # running processes keep the old file
         with open(fifo, "w") as f:
             f.write("go\n")
-        out, err = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.communicate()
-    assert p.returncode == 0, err
+    rc, out, err = run_paused([kiln_bin, "trace", *world.args, "--", "sh", "-c", script], b, where,
+                              release)
+    assert rc == 0, err
+    mapfile = pathlib.Path(where.read_text().strip())
     assert hammer_lines(out) == hammer_lines(ref.stdout)
     msgs = [ln for ln in err.splitlines() if ln.startswith("kiln: verdict cache")]
     assert len(msgs) == 1, err
@@ -266,27 +282,17 @@ def test_chaos_killed_clients_leave_a_valid_map_of_fresh_answers(world, kiln_bin
     outdir.mkdir()
     (b / "chaos.py").write_text(CHAOS)
     keep = b / "keep"
-    p = subprocess.Popen([str(kiln_bin), "trace", *map(str, world.args), *map(str, extra),
-                          "--stats", "--", "python3", "chaos.py", str(helper("hammer")), str(outdir),
-                          str(keep), *map(str, paths)],
-                         cwd=b, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     saved = b / "saved-map"
-    try:
-        deadline = time.monotonic() + 120
-        while not keep.exists():
-            assert p.poll() is None, p.communicate()[1]
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-        mapfile = keep.read_text()
-        if mapfile:
-            shutil.copyfile(mapfile, saved)
+
+    def release():
+        if keep.read_text():
+            shutil.copyfile(keep.read_text(), saved)
         (b / "keep.done").write_text("")
-        out, err = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.communicate()
-    assert p.returncode == 0, err
+    rc, out, err = run_paused([kiln_bin, "trace", *world.args, *extra, "--stats", "--", "python3",
+                               "chaos.py", helper("hammer"), outdir, keep, *paths], b, keep, release,
+                              120)
+    assert rc == 0, err
+    mapfile = keep.read_text()
     # Every survivor saw one answer per path, the same as every other.
     ref = run([kiln_bin, "trace", *world.args, *extra, "--no-cache", "--", helper("hammer"), 1, 1,
                *paths], cwd=b)

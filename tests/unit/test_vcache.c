@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fake_oracle.h"
 #include "trace/kt.h"
 #include "trace/service/verdict_cache.h"
 
@@ -29,17 +30,6 @@ static struct policy pol;
 static struct sandbox sbx;
 static struct verdict_cache vc;
 static struct sbx_decision d;
-
-static int fake_owner(void *ctx, const char *path, char *pkg, size_t len)
-{
-	(void)ctx;
-	const char *base = strrchr(path, '/');
-	if (base && !strncmp(base + 1, "foreign", 7)) {
-		snprintf(pkg, len, "pkgx");
-		return SBX_OWNER_FOREIGN;
-	}
-	return SBX_OWNER_DEP;
-}
 
 /* "/build..." lies in btop, anything else in top. */
 static char *at(const char *rel)
@@ -77,15 +67,13 @@ static int setup(void **state)
 	snprintf(top, sizeof top, "%s", getenv("KILN_VCACHE_TEST_DIR"));
 	strcpy(btop, "/var/tmp/kiln-vcache-XXXXXX");
 	assert_non_null(mkdtemp(btop));
-	assert_int_equal(mkdir(at("/build"), 0700), 0);
-	assert_int_equal(mkdir(at("/build/sub"), 0700), 0);
-	assert_int_equal(mkdir(at("/build/secret"), 0700), 0);
-	assert_int_equal(mkdir(at("/managed"), 0700), 0);
-	assert_int_equal(mkdir(at("/run"), 0700), 0);
-	touch("/managed/a.h");
-	touch("/managed/foreign.h");
-	touch("/build/f.c");
-	touch("/build/sub/g.c");
+	static const char *const dirs[] = { "/build", "/build/sub", "/build/secret", "/managed", "/run" };
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+		assert_int_equal(mkdir(at(dirs[i]), 0700), 0);
+	static const char *const files[] = { "/managed/a.h", "/managed/foreign.h", "/build/f.c",
+					     "/build/sub/g.c" };
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+		touch(files[i]);
 	policy_init(&pol);
 	assert_int_equal(policy_add(&pol, POLICY_READ, "/", err, sizeof err), 0);
 	assert_int_equal(policy_add(&pol, POLICY_ASK, "/usr", err, sizeof err), 0);
@@ -95,7 +83,7 @@ static int setup(void **state)
 	assert_int_equal(policy_add(&pol, POLICY_ALLOW, at("/build"), err, sizeof err), 0);
 	assert_int_equal(policy_add(&pol, POLICY_DENY, at("/build/secret"), err, sizeof err), 0);
 	policy_compile(&pol);
-	sandbox_init(&sbx, &pol, (struct sbx_oracle){ NULL, fake_owner });
+	sandbox_init(&sbx, &pol, (struct sbx_oracle){ NULL, fake_owner_by_name });
 	assert_int_equal(verdict_cache_create(&vc, at("/run/verdicts"), &sbx, err, sizeof err), 0);
 	kt_init();
 	return 0;
