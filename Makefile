@@ -135,8 +135,11 @@ check: unit integration
 unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 
+# The trace tests run twice: with the shared verdict cache (the default) and
+# without it (--no-cache), which must give the same answers.
 integration: all $(HELPER_BINS)
 	KILN_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q tests/integration
+	KILN_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q --kiln-no-cache tests/integration/test_trace_*.py
 
 # ---- demo and benchmarks -------------------------------------------------
 demo: all

@@ -65,9 +65,11 @@ static void usage(FILE *out)
 "  --no-refresh              do not re-import a registry older than the dpkg\n"
 "                            database (it is re-imported by default; this\n"
 "                            only warns)\n"
-"  --no-cache                ask the server for every check (today every check\n"
-"                            is a round trip anyway: the shared verdict cache is\n"
-"                            not there yet, so this changes nothing)\n"
+"  --no-cache                ask the server for every check: no shared verdict\n"
+"                            cache (for comparison; docs/verdict-cache.md);\n"
+"                            KILN_TRACE_NO_CACHE=1 in the environment does the same\n"
+"  --stats                   print the verdict cache's figures (hits, misses,\n"
+"                            round trips, listings, map size, entries) on stderr\n"
 "  --help                    this text\n"
 "\n"
 "The build directory (writable) is the current directory. The report goes to\n"
@@ -89,7 +91,7 @@ struct opts {
 	const char *policy_file;
 	bool unknown_set;
 	enum policy_unknown unknown;
-	bool report_only, strict, no_refresh;
+	bool report_only, strict, no_refresh, no_cache, stats;
 	const char *json, *log, *report;
 	char *json_abs, *log_abs, *report_abs; /* owned copies made absolute */
 	char **command;
@@ -152,10 +154,16 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			o->strict = true;
 			continue;
 		}
-		if (!strcmp(a, "--no-cache"))
+		if (!strcmp(a, "--no-cache")) {
+			o->no_cache = true;
 			continue;
+		}
 		if (!strcmp(a, "--no-refresh")) {
 			o->no_refresh = true;
+			continue;
+		}
+		if (!strcmp(a, "--stats")) {
+			o->stats = true;
 			continue;
 		}
 		/* Options with a value: "--opt VALUE" or "--opt=VALUE". */
@@ -222,6 +230,10 @@ unknown:
 		return -1;
 	}
 	o->command = argv + i;
+	/* The test suite runs every trace test in both modes this way. */
+	const char *nc = getenv("KILN_TRACE_NO_CACHE");
+	if (nc && *nc && strcmp(nc, "0"))
+		o->no_cache = true;
 	return 0;
 }
 
@@ -310,7 +322,7 @@ fail:
 }
 
 static void exec_command(const struct opts *o, const char *preload, const char *sock,
-			 const char *rundir, bool own_tty)
+			 const char *rundir, const char *cache, bool own_tty)
 {
 	setpgid(0, 0);
 	if (own_tty) /* before it can read the terminal (kiln does the same: no race) */
@@ -320,7 +332,8 @@ static void exec_command(const struct opts *o, const char *preload, const char *
 	if (old && *old ? asprintf(&ld, "%s:%s", preload, old) < 0 : asprintf(&ld, "%s", preload) < 0)
 		_exit(EXIT_KILN);
 	if (setenv("LD_PRELOAD", ld, 1) < 0 || setenv(KILN_ENV_SOCKET, sock, 1) < 0 ||
-	    setenv(KILN_ENV_PRELOAD, preload, 1) < 0 || setenv(KILN_ENV_RUNDIR, rundir, 1) < 0)
+	    setenv(KILN_ENV_PRELOAD, preload, 1) < 0 || setenv(KILN_ENV_RUNDIR, rundir, 1) < 0 ||
+	    (cache ? setenv(KILN_ENV_CACHE, cache, 1) : unsetenv(KILN_ENV_CACHE)) < 0)
 		_exit(EXIT_KILN);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
@@ -362,7 +375,8 @@ int cmd_trace(int argc, char **argv)
 static int run_trace(struct opts *op)
 {
 	struct opts o = *op;
-	char dbbuf[PATH_MAX], cwd[PATH_MAX], preload[PATH_MAX], rundir[PATH_MAX], sock[PATH_MAX];
+	char dbbuf[PATH_MAX], cwd[PATH_MAX], preload[PATH_MAX], rundir[PATH_MAX], sock[PATH_MAX],
+		cache[PATH_MAX];
 	struct policy policy;
 
 	if (!getcwd(cwd, sizeof cwd)) {
@@ -387,7 +401,8 @@ static int run_trace(struct opts *op)
 		fprintf(stderr, "kiln trace: cannot create a run directory %s: %s\n", rundir, strerror(errno));
 		goto fail;
 	}
-	if (snprintf(sock, sizeof sock, "%s/socket", rundir) >= (int)sizeof sock) {
+	if (snprintf(sock, sizeof sock, "%s/socket", rundir) >= (int)sizeof sock ||
+	    snprintf(cache, sizeof cache, "%s/verdicts", rundir) >= (int)sizeof cache) {
 		fprintf(stderr, "kiln trace: run directory path %s is too long\n", rundir);
 		remove_run_dir(rundir);
 		goto fail;
@@ -424,7 +439,8 @@ static int run_trace(struct opts *op)
 		struct trace_server_config cfg = {
 			.db = o.db, .deps = o.deps, .ndeps = o.ndeps, .control = o.control,
 			.policy = &policy, .report_only = o.report_only, .json = o.json,
-			.log = o.log, .report = o.report, .socket = sock,
+			.log = o.log, .report = o.report, .socket = sock, .stats = o.stats,
+			.cache = o.no_cache || o.report_only ? NULL : cache,
 		};
 		int rc = trace_server_main(&cfg, ready[1], life[0]);
 		fflush(NULL);
@@ -479,7 +495,8 @@ static int run_trace(struct opts *op)
 		goto fail;
 	}
 	if (cmd == 0)
-		exec_command(&o, preload, sock, rundir, own_tty);
+		exec_command(&o, preload, sock, rundir,
+			     o.no_cache || o.report_only ? NULL : cache, own_tty);
 	setpgid(cmd, cmd);
 	build_pgid = cmd;
 	if (own_tty)

@@ -271,7 +271,7 @@ void policy_compile(struct policy *p)
 	p->compiled = true;
 }
 
-static bool covers(const struct policy_rule *r, const char *path)
+bool policy_covers(const struct policy_rule *r, const char *path)
 {
 	if (r->len == 1) /* "/" */
 		return path[0] == '/';
@@ -283,7 +283,7 @@ const struct policy_rule *policy_match(const struct policy *p, const char *path)
 	/* Rules are sorted longest first, so the first that covers is the most
 	 * specific. */
 	for (size_t i = 0; i < p->n; i++)
-		if (covers(&p->rules[i], path))
+		if (policy_covers(&p->rules[i], path))
 			return &p->rules[i];
 	return NULL;
 }

@@ -68,6 +68,9 @@ int policy_load_file(struct policy *p, const char *file, char *err, size_t errle
 /* Sorts the rules for matching; must be called after the last addition. */
 void policy_compile(struct policy *p);
 
+/* Whether rule r's prefix covers absolute normalised `path` (per component). */
+bool policy_covers(const struct policy_rule *r, const char *path);
+
 /* The rule covering absolute normalised path `path` (NULL if none). */
 const struct policy_rule *policy_match(const struct policy *p, const char *path);
 /* Its action; paths no rule covers are POLICY_READ. */

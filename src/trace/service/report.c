@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -162,6 +163,21 @@ done:
 	free(unk);
 }
 
+void tracelog_write_stats(const struct tracelog *t, FILE *out)
+{
+	const struct trace_cache_figures *c = &t->cache;
+	uint64_t asked = c->hits + c->misses;
+	fprintf(out, "kiln trace: verdict cache %s\n", c->enabled ? "on" : "off (--no-cache or --report-only)");
+	fprintf(out, "  hits         %" PRIu64 " (%.1f%% of %" PRIu64 " questions)\n", c->hits,
+		asked ? 100.0 * (double)c->hits / (double)asked : 0.0, asked);
+	fprintf(out, "  misses       %" PRIu64 "\n", c->misses);
+	fprintf(out, "  round trips  %lu (%lu path queries, %lu listings)\n", t->queries + t->dir_queries,
+		t->queries, t->dir_queries);
+	fprintf(out, "  listings     %" PRIu64 " answered from the cache\n", c->listings);
+	fprintf(out, "  map          %" PRIu64 " bytes, %" PRIu64 " entries\n", c->map_bytes, c->entries);
+	fprintf(out, "  processes    %zu\n", tracelog_processes(t));
+}
+
 /* ---- JSON ------------------------------------------------------------- */
 
 static void json_str(FILE *f, const char *s, size_t n)
@@ -294,11 +310,17 @@ int tracelog_write_json(const struct tracelog *t, const char *file, int exit_sta
 	fprintf(f, "],\n\"totals\":{\"queries\":%lu,\"dir_queries\":%lu,\"entries_hidden\":%lu,"
 		"\"paths\":%zu,\"processes\":%zu,\"connections\":%zu,\"hidden\":%zu,\"hidden_packages\":%zu,"
 		"\"refused_writes\":%zu,\"unknown\":%zu,\"exec_events\":%zu,\"undecidable\":%lu,"
-		"\"violations\":%lu,\"server_cpu_seconds\":%.3f}}\n",
+		"\"violations\":%lu,\"server_cpu_seconds\":%.3f},\n",
 		t->queries, t->dir_queries, t->entries_hidden, t->paths.n, tracelog_processes(t),
 		t->nclients, t->hidden.n,
 		npkgs, t->refused.n, t->unknown.n, t->nevents, t->failures, tracelog_violations(t),
 		t->server_cpu);
+	const struct trace_cache_figures *c = &t->cache;
+	fprintf(f, "\"cache\":{\"enabled\":%s,\"hits\":%" PRIu64 ",\"misses\":%" PRIu64
+		",\"round_trips\":%lu,\"listings\":%" PRIu64 ",\"map_bytes\":%" PRIu64
+		",\"entries\":%" PRIu64 "}}\n",
+		c->enabled ? "true" : "false", c->hits, c->misses, t->queries + t->dir_queries,
+		c->listings, c->map_bytes, c->entries);
 	free(hid);
 	free(ref);
 	free(unk);
