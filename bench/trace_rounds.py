@@ -144,6 +144,18 @@ def command(w, variant, a, report):
     return kiln_cmd(a, variant, report, ["--deps-from-control", "debian/control"]) + build, env
 
 
+RUNNING = []  # the process group of the run under way, killed if we are
+
+
+def stop(signum, _frame):
+    for pgid in RUNNING:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    fail(f"stopped by signal {signum}; the run under way was killed")
+
+
 def timed(cmd, cwd, env, log_path, what):
     """Runs cmd; returns (exit code, wall s, CPU s of it and its orphans)."""
     with open(log_path, "w") as log:
@@ -154,11 +166,13 @@ def timed(cmd, cwd, env, log_path, what):
                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         except OSError as e:
             fail(f"{what}: cannot run {cmd[0]}: {e}")
+        RUNNING[:] = [p.pid]
         timer = threading.Timer(RUN_TIMEOUT_S, lambda: os.killpg(p.pid, signal.SIGKILL))
         timer.start()
         _, status, _ = os.wait4(p.pid, 0)
         wall = time.monotonic() - t0
         timer.cancel()
+        RUNNING.clear()
         reap_stragglers(what)
         return os.waitstatus_to_exitcode(status), wall, cpu_of_children() - cpu0
 
@@ -243,11 +257,18 @@ def main():
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--micro-paths", type=int, default=10000)
     ap.add_argument("--micro-passes", type=int, default=2)
+    ap.add_argument("--only", help="a subset of the workloads (KILN_BENCH_ONLY), for trials")
     ap.add_argument("--preload-json", help="bench/out/preload.json of this run, for spawn_over_empty_us")
     a = ap.parse_args()
     for opt in ("kiln", "db", "empty_preload", "out", "work", "micro", "calibrate"):
         setattr(a, opt, os.path.abspath(getattr(a, opt)))  # runs start in the trees
     a.src = {"hello": os.path.abspath(a.hello_src), "zlib": os.path.abspath(a.zlib_src)}
+    if a.only:
+        for w in list(WORKLOADS):
+            if w not in a.only.split():
+                del WORKLOADS[w]
+        if not WORKLOADS:
+            fail(f"KILN_BENCH_ONLY={a.only!r} names none of: hello zlib")
     if a.rounds < 1:
         fail("KILN_BENCH_ROUNDS must be at least 1")
     try:
@@ -256,6 +277,8 @@ def main():
         fail(str(e))
     os.makedirs(a.work, exist_ok=True)
     become_subreaper()
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     t_start = time.monotonic()
     res = {"rounds": a.rounds, "load_average_before": os.getloadavg()[0]}
     cal = calibrate(a)
