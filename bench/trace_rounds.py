@@ -249,6 +249,20 @@ def calibrate(a):
     return tr.key_values(p.stdout, "calibrate")
 
 
+def summary(a, head, runs, micro, warm, rounds_done, t_start):
+    """The flat figures of the rounds done so far."""
+    res = {**head, "rounds": rounds_done, "rounds_planned": a.rounds}
+    for w in WORKLOADS:
+        res.update(tr.build_summary(w, runs[w], warm[w].get("pids")))
+    res.update(tr.micro_summary(micro))
+    if a.preload_json:
+        with open(a.preload_json) as f:
+            res["spawn_over_empty_us"] = json.load(f)["spawn_over_empty_us"]
+    res["load_average_after"] = os.getloadavg()[0]
+    res["bench_wall_s"] = time.monotonic() - t_start
+    return res
+
+
 def main():
     ap = argparse.ArgumentParser()
     for opt in ("kiln", "db", "empty-preload", "out", "work", "micro", "calibrate",
@@ -314,14 +328,13 @@ def main():
                 r = run_build(w, v, rnd, a)
                 runs[w][v].append(r)
                 say(f"  round {rnd + 1} {w:5} {v:9} {r['wall']:7.2f} s wall {r['cpu']:7.2f} s CPU")
+        if rnd + 1 < a.rounds:
+            # A checkpoint: a run stopped later still leaves the medians of
+            # the rounds it completed ("rounds" says how many).
+            tr.write_flat_json(a.out, summary(a, res, runs, micro, warm, rnd + 1, t_start))
+            say(f"  after round {rnd + 1}: wrote {a.out} (checkpoint)")
 
-    for w in WORKLOADS:
-        res.update(tr.build_summary(w, runs[w], warm[w].get("pids")))
-    res.update(tr.micro_summary(micro))
-    if a.preload_json:
-        with open(a.preload_json) as f:
-            pre = json.load(f)
-        res["spawn_over_empty_us"] = pre["spawn_over_empty_us"]
+    res = summary(a, res, runs, micro, warm, a.rounds, t_start)
     cal = calibrate(a)
     res.update({f"calib_{k}_after": v for k, v in cal.items()})
     res["load_average_after"] = os.getloadavg()[0]
