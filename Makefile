@@ -3,7 +3,8 @@
 #   make            build build/kiln and build/libkiln-trace.so
 #   make check      unit tests (cmocka) + end-to-end tests (pytest)
 #   make demo       build kiln and run its main job on a real example
-#   make bench      every benchmark (or bench-shm, bench-registry, bench-meta)
+#   make bench      every benchmark (or bench-shm, bench-registry, bench-meta,
+#                   bench-preload, bench-trace: docs/benchmarks.md)
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make SAN=address|thread|undefined check
 #
@@ -76,6 +77,9 @@ HELPER_SRC := $(wildcard tests/integration/helpers/*.c)
 HELPER_BINS := $(patsubst tests/integration/helpers/%.c,$(BUILD)/tests/helpers/%,$(HELPER_SRC))
 BENCH_SRC  := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+# Benchmark programs that link nothing of kiln: never sanitized (they run
+# under the preload library), and built for the tests too (test_bench_harness).
+BENCH_STANDALONE := $(BUILD)/bench/trace_micro $(BUILD)/bench/calibrate
 
 .PHONY: all deps check unit integration demo bench install clean
 .DEFAULT_GOAL := all
@@ -129,6 +133,10 @@ $(BUILD)/bench/%: bench/%.c $(LIBKILN)
 	$(CC) $(BASE_CFLAGS) -O2 $(PKG_CFLAGS) $(CFLAGS) -o $@ $< \
 	    $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC)) $(PKG_LIBS) -lpthread
 
+$(BENCH_STANDALONE): $(BUILD)/bench/%: bench/%.c | $(BUILD)/.deps-ok
+	@mkdir -p $(@D)
+	$(CC) $(NOSAN_CFLAGS) -o $@ $< -lpthread
+
 # ---- tests ---------------------------------------------------------------
 check: unit integration
 
@@ -137,7 +145,7 @@ unit: $(UNIT_BINS)
 
 # The trace tests run twice: with the shared verdict cache (the default) and
 # without it (--no-cache), which must give the same answers.
-integration: all $(HELPER_BINS)
+integration: all $(HELPER_BINS) $(BENCH_STANDALONE)
 	KILN_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q tests/integration
 	KILN_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q --kiln-no-cache tests/integration/test_trace_*.py
 

@@ -4,6 +4,9 @@
  *   preload spawn N with|without LIB  posix_spawn `preload noop` N times, with
  *                                     or without LD_PRELOAD=LIB in the child's
  *                                     environment only; prints ns per process
+ *   preload spawn N inherit           the same with this process's environment
+ *                                     as it is (run under `kiln trace`: the
+ *                                     child is a traced process)
  *   preload stat N PATH               N stat() calls; prints ns per call
  *   preload spawn-stat N K PATH       posix_spawn `preload stat K PATH` N times
  *                                     in this process's own environment (so
@@ -51,15 +54,16 @@ int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "noop"))
 		return 0;
-	if (argc == 5 && !strcmp(argv[1], "spawn")) {
+	int inherit = argc == 4 && !strcmp(argv[1], "spawn") && !strcmp(argv[3], "inherit");
+	if (inherit || (argc == 5 && !strcmp(argv[1], "spawn"))) {
 		int n = atoi(argv[2]);
 		char *envp[512];
 		int k = 0;
 		static char pre[4200];
 		for (char **e = environ; *e && k < 500; e++)
-			if (strncmp(*e, "LD_PRELOAD=", 11))
+			if (inherit || strncmp(*e, "LD_PRELOAD=", 11))
 				envp[k++] = *e;
-		if (!strcmp(argv[3], "with")) {
+		if (!inherit && !strcmp(argv[3], "with")) {
 			snprintf(pre, sizeof pre, "LD_PRELOAD=%s", argv[4]);
 			envp[k++] = pre;
 		}
@@ -96,7 +100,7 @@ int main(int argc, char **argv)
 		printf("%.0f\n", (now_ns() - t0) / n);
 		return 0;
 	}
-	fprintf(stderr, "usage: preload noop | spawn N with|without LIB | stat N PATH | "
-			"spawn-stat N K PATH\n");
+	fprintf(stderr, "usage: preload noop | spawn N with|without LIB | spawn N inherit | "
+			"stat N PATH | spawn-stat N K PATH\n");
 	return 2;
 }

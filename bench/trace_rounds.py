@@ -1,18 +1,24 @@
 #!/usr/bin/python3
 """The measuring half of `make bench-trace` (bench/run-trace prepares the
-source tree, the registry and the empty preload library, then runs this).
+source trees, the registry, the empty preload library and the tools, then
+runs this). docs/benchmarks.md says what each figure means.
 
-Each run copies the unpacked GNU hello source afresh (cp -a, not timed), runs
-`./configure && make -jN` in the copy under one variant, checks the exit
-status and that the built ./hello greets, then removes the copy. Variants
-take turns within each round, the starting variant rotating from round to
+Real builds: for each workload (GNU hello `./configure && make`, zlib
+`./configure && make -j2`) and each variant (trace_results.VARIANTS), copy
+the unpacked source afresh (cp -a, not timed), build in the copy, check the
+exit status and that the result runs, remove the copy. In each round every
+(workload, variant) pair runs once, the variant order rotating from round to
 round, so machine noise (the machine is shared) hits all alike.
 
 Wall time runs from the start of the command to its exit. CPU time is
 user+sys of every process of the run: this process is a child subreaper, so
-daemons a variant leaves behind (fakeroot's faked, a stray trace server) are
+daemons a variant leaves behind (fakeroot's faked, pseudo's server) are
 reparented here and reaped, and getrusage(RUSAGE_CHILDREN) before and after
-the run counts them all. Figures are medians over the rounds."""
+the run counts them all. Figures are medians over the rounds.
+
+Micro benchmark: trace_micro (4 processes x 2 threads stat/open/close the
+same registry-managed paths) natively, under kiln trace and under kiln trace
+--no-cache, interleaved in the same number of rounds."""
 import argparse
 import ctypes
 import json
@@ -21,26 +27,35 @@ import resource
 import shlex
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import threading
 import time
 
-VARIANTS = [
-    ("plain", "plain"),
-    ("empty_preload", "empty LD_PRELOAD"),
-    ("fakeroot", "fakeroot"),
-    ("kiln", "kiln trace"),
-    ("kiln_report_only", "kiln trace --report-only"),
-]
-RUN_TIMEOUT_S = 600
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import trace_paths  # noqa: E402
+import trace_results as tr  # noqa: E402
+
+# name: (label, build command, check of the result: argv, expected stdout)
+WORKLOADS = {
+    "hello": ("GNU hello: ./configure && make", "./configure && make",
+              (["./hello"], "Hello, world!")),
+    "zlib": ("zlib: ./configure && make -j2", "./configure && make -j2",
+             (["./example"], None)),
+}
+RUN_TIMEOUT_S = 1800
 PR_SET_CHILD_SUBREAPER = 36
+PSEUDO_LIB = "/usr/lib/x86_64-linux-gnu/pseudo/libpseudo.so"
+MICRO_SHAPE = ("4", "2")  # processes, threads each
 
 
 def fail(msg):
     print(f"bench-trace: {msg}", file=sys.stderr)
     sys.exit(1)
+
+
+def say(msg):
+    print(msg, file=sys.stderr, flush=True)
 
 
 def become_subreaper():
@@ -62,7 +77,7 @@ def parent_of(pid):
         return None
 
 
-def reap_stragglers(variant, limit_s=20.0):
+def reap_stragglers(what, limit_s=20.0):
     """Waits for every orphan a run left behind; kills them after limit_s."""
     deadline = time.monotonic() + limit_s
     while True:
@@ -76,7 +91,7 @@ def reap_stragglers(variant, limit_s=20.0):
             left = [p for p in os.listdir("/proc") if p.isdigit() and parent_of(p) == os.getpid()]
             for p in left:
                 os.kill(int(p), signal.SIGKILL)
-            fail(f"{variant}: processes still running {limit_s:.0f} s after the build "
+            fail(f"{what}: processes still running {limit_s:.0f} s after the run "
                  f"exited (pids {', '.join(left)}); killed them")
         time.sleep(0.01)
 
@@ -86,13 +101,20 @@ def base_env():
     # Nothing of the caller's make (jobserver fds, flags) or preload leaks in.
     for k in list(env):
         if k in ("LD_PRELOAD", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES") \
-                or k.startswith("KILN_"):
+                or k.startswith(("KILN_", "PSEUDO_", "FAKEROOT")):
             del env[k]
     return env
 
 
-def command(variant, a, report):
-    build = ["sh", "-c", f"./configure && make -j{a.jobs}"]
+def kiln_cmd(a, variant, report, deps):
+    cmd = [a.kiln, "trace", "--db", a.db, "--json", report] + deps
+    if variant == "nocache":
+        cmd.append("--no-cache")
+    return cmd + ["--"]
+
+
+def command(w, variant, a, report):
+    build = ["sh", "-c", WORKLOADS[w][1]]
     env = base_env()
     if variant == "plain":
         return build, env
@@ -101,162 +123,241 @@ def command(variant, a, report):
         # pid handed out counts every process (and thread) the build created.
         count = os.path.join(a.work, "pids")
         return ["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
-                f"./configure && make -j{a.jobs} && cat /proc/sys/kernel/ns_last_pid > {shlex.quote(count)}"], env
-    if variant == "empty_preload":
+                f"{WORKLOADS[w][1]} && cat /proc/sys/kernel/ns_last_pid > {shlex.quote(count)}"], env
+    if variant == "empty":
         env["LD_PRELOAD"] = a.empty_preload
         return build, env
     if variant == "fakeroot":
         return ["fakeroot", "--"] + build, env
-    kiln = [a.kiln, "trace", "--db", a.db, "--json", report, "--no-cache",
-            "--deps-from-control", "debian/control"]
-    if variant == "kiln_report_only":
-        kiln.append("--report-only")
-    return kiln + ["--"] + build, env
+    if variant == "pseudo":
+        # pseudo standalone, as its fakeroot-pseudo wrapper runs it: the
+        # launcher starts the server; `pseudo -S` stops it after the build
+        # (else it idles 30 s), and that is timed like fakeroot's faked exit.
+        state = os.path.join(a.work, "pseudo-state")
+        shutil.rmtree(state, ignore_errors=True)
+        os.makedirs(state)
+        env.update(PSEUDO_PREFIX="/usr", PSEUDO_LOCALSTATEDIR=state)
+        return ["sh", "-c", 'pseudo sh -c "$1"; st=$?; pseudo -S; exit $st', "sh",
+                WORKLOADS[w][1]], env
+    if variant == "strace":
+        return ["strace", "-f", "-e", "trace=file", "-o", "/dev/null"] + build, env
+    return kiln_cmd(a, variant, report, ["--deps-from-control", "debian/control"]) + build, env
 
 
-def run_once(variant, rnd, a):
-    tree = os.path.join(a.work, "hello")
-    log_path = os.path.join(a.work, f"{variant}.log")
-    report = os.path.join(a.work, f"{variant}.json")
-    shutil.rmtree(tree, ignore_errors=True)
-    if os.path.exists(report):
-        os.unlink(report)
-    subprocess.run(["cp", "-a", a.src, tree], check=True)
-    cmd, env = command(variant, a, report)
+RUNNING = []  # the process group of the run under way, killed if we are
+
+
+def stop(signum, _frame):
+    for pgid in RUNNING:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    fail(f"stopped by signal {signum}; the run under way was killed")
+
+
+def timed(cmd, cwd, env, log_path, what):
+    """Runs cmd; returns (exit code, wall s, CPU s of it and its orphans)."""
     with open(log_path, "w") as log:
         cpu0 = cpu_of_children()
         t0 = time.monotonic()
         try:
-            p = subprocess.Popen(cmd, cwd=tree, env=env, stdin=subprocess.DEVNULL,
+            p = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         except OSError as e:
-            fail(f"{variant}: cannot run {cmd[0]}: {e}")
+            fail(f"{what}: cannot run {cmd[0]}: {e}")
+        RUNNING[:] = [p.pid]
         timer = threading.Timer(RUN_TIMEOUT_S, lambda: os.killpg(p.pid, signal.SIGKILL))
         timer.start()
         _, status, _ = os.wait4(p.pid, 0)
         wall = time.monotonic() - t0
         timer.cancel()
-        p.returncode = os.waitstatus_to_exitcode(status)
-        reap_stragglers(variant)
-        cpu = cpu_of_children() - cpu0
+        RUNNING.clear()
+        reap_stragglers(what)
+        return os.waitstatus_to_exitcode(status), wall, cpu_of_children() - cpu0
 
-    def broken(why):
-        tail = subprocess.run(["tail", "-n", "25", log_path], capture_output=True, text=True).stdout
-        fail(f"{'warm-up' if rnd < 0 else f'round {rnd + 1}'}, {variant}: {why}\n  command: {shlex.join(cmd)}\n"
-             f"  in {tree}; full output: {log_path}\n--- last lines ---\n{tail}")
 
-    if p.returncode != 0:
-        broken(f"exit status {p.returncode}"
-               + (f" (killed after {RUN_TIMEOUT_S} s)" if wall >= RUN_TIMEOUT_S else ""))
-    hello = subprocess.run(["./hello"], cwd=tree, capture_output=True, text=True,
-                           env={**base_env(), "LC_ALL": "C"})
-    if hello.returncode != 0 or hello.stdout.strip() != "Hello, world!":
-        broken(f"the built ./hello does not greet (status {hello.returncode}, "
-               f"output {hello.stdout!r} {hello.stderr!r})")
+def broken(what, why, cmd, cwd, log_path):
+    tail = subprocess.run(["tail", "-n", "25", log_path], capture_output=True, text=True).stdout
+    fail(f"{what}: {why}\n  command: {shlex.join(cmd)}\n"
+         f"  in {cwd}; full output: {log_path}\n--- last lines ---\n{tail}")
+
+
+def read_report(report, what, cmd, cwd, log_path):
+    try:
+        with open(report) as f:
+            return tr.report_figures(json.load(f))
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        broken(what, f"kiln's JSON report {report}: {e}", cmd, cwd, log_path)
+
+
+def run_build(w, variant, rnd, a):
+    tree = os.path.join(a.work, w)
+    log_path = os.path.join(a.work, f"{w}-{variant}.log")
+    report = os.path.join(a.work, f"{w}-{variant}.json")
+    what = f"{'warm-up' if rnd < 0 else f'round {rnd + 1}'}, {w}, {variant}"
+    shutil.rmtree(tree, ignore_errors=True)
+    if os.path.exists(report):
+        os.unlink(report)
+    subprocess.run(["cp", "-a", a.src[w], tree], check=True)
+    cmd, env = command(w, variant, a, report)
+    code, wall, cpu = timed(cmd, tree, env, log_path, what)
+    if code != 0:
+        broken(what, f"exit status {code}", cmd, tree, log_path)
+    argv, want = WORKLOADS[w][2]
+    out = subprocess.run(argv, cwd=tree, capture_output=True, text=True,
+                         env={**base_env(), "LC_ALL": "C"})
+    if out.returncode != 0 or (want is not None and out.stdout.strip() != want):
+        broken(what, f"the built {argv[0]} fails (status {out.returncode}, output "
+               f"{out.stdout[-300:]!r} {out.stderr[-300:]!r})", cmd, tree, log_path)
     res = {"wall": wall, "cpu": cpu}
     if variant == "count":
         with open(os.path.join(a.work, "pids")) as f:
             res["pids"] = int(f.read()) - 1  # not the cat that read it
-    if variant.startswith("kiln"):
-        try:
-            with open(report) as f:
-                rep = json.load(f)
-        except (OSError, ValueError) as e:
-            broken(f"no readable JSON report {report}: {e}")
-        want = "report-only" if variant == "kiln_report_only" else "enforce"
-        if rep.get("exit_status") != 0 or rep.get("mode") != want:
-            broken(f"report says exit_status {rep.get('exit_status')!r}, mode {rep.get('mode')!r}")
-        t = rep["totals"]
-        res.update(processes=t["processes"], connections=t["connections"], queries=t["queries"],
-                   server_cpu=t["server_cpu_seconds"], violations=t["violations"])
+    if variant in tr.KILN_VARIANTS:
+        res.update(read_report(report, what, cmd, tree, log_path))
     shutil.rmtree(tree)
+    return res
+
+
+def run_micro(mode, rnd, a, deps):
+    what = f"round {rnd + 1}, micro, {mode}"
+    log_path = os.path.join(a.work, f"micro-{mode}.log")
+    report = os.path.join(a.work, f"micro-{mode}.json")
+    cmd = [a.micro, a.micro_list, *MICRO_SHAPE, str(a.micro_passes)]
+    if mode != "native":
+        cmd = kiln_cmd(a, mode, report, ["--deps", ",".join(deps)]) + cmd
+    # trace_micro prints its figures on stdout, kiln its report on stderr.
+    with open(log_path, "w") as log:
+        p = subprocess.run(cmd, cwd=a.work, env=base_env(), stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=log, text=True, timeout=RUN_TIMEOUT_S)
+    if p.returncode != 0:
+        broken(what, f"exit status {p.returncode}", cmd, a.work, log_path)
+    try:
+        res = tr.key_values(p.stdout, "trace_micro")
+    except ValueError as e:
+        broken(what, str(e), cmd, a.work, log_path)
+    if mode != "native":
+        res.update(read_report(report, what, cmd, a.work, log_path))
+    return res
+
+
+def calibrate(a):
+    p = subprocess.run([a.calibrate], capture_output=True, text=True)
+    if p.returncode != 0:
+        fail(f"{a.calibrate} failed: {p.stderr.strip()}")
+    return tr.key_values(p.stdout, "calibrate")
+
+
+def summary(a, head, runs, micro, warm, rounds_done, t_start):
+    """The flat figures of the rounds done so far."""
+    res = {**head, "rounds": rounds_done, "rounds_planned": a.rounds}
+    for w in WORKLOADS:
+        res.update(tr.build_summary(w, runs[w], warm[w].get("pids")))
+    res.update(tr.micro_summary(micro))
+    if a.preload_json:
+        with open(a.preload_json) as f:
+            res["spawn_over_empty_us"] = json.load(f)["spawn_over_empty_us"]
+    res["load_average_after"] = os.getloadavg()[0]
+    res["bench_wall_s"] = time.monotonic() - t_start
     return res
 
 
 def main():
     ap = argparse.ArgumentParser()
-    for opt in ("kiln", "src", "work", "db", "empty-preload", "out"):
+    for opt in ("kiln", "db", "empty-preload", "out", "work", "micro", "calibrate",
+                "hello-src", "zlib-src"):
         ap.add_argument("--" + opt, required=True)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--micro-paths", type=int, default=10000)
+    ap.add_argument("--micro-passes", type=int, default=2)
+    ap.add_argument("--only", help="a subset of the workloads (KILN_BENCH_ONLY), for trials")
+    ap.add_argument("--preload-json", help="bench/out/preload.json of this run, for spawn_over_empty_us")
     a = ap.parse_args()
-    for opt in ("kiln", "src", "work", "db", "empty_preload", "out"):
-        setattr(a, opt, os.path.abspath(getattr(a, opt)))  # runs start in the tree
+    for opt in ("kiln", "db", "empty_preload", "out", "work", "micro", "calibrate"):
+        setattr(a, opt, os.path.abspath(getattr(a, opt)))  # runs start in the trees
+    a.src = {"hello": os.path.abspath(a.hello_src), "zlib": os.path.abspath(a.zlib_src)}
+    if a.only:
+        for w in list(WORKLOADS):
+            if w not in a.only.split():
+                del WORKLOADS[w]
+        if not WORKLOADS:
+            fail(f"KILN_BENCH_ONLY={a.only!r} names none of: hello zlib")
     if a.rounds < 1:
         fail("KILN_BENCH_ROUNDS must be at least 1")
+    try:
+        tr.check_out_path(a.out)
+    except ValueError as e:
+        fail(str(e))
     os.makedirs(a.work, exist_ok=True)
     become_subreaper()
-    load_before = os.getloadavg()[0]
-    runs = {v: [] for v, _ in VARIANTS}
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     t_start = time.monotonic()
-    print(f"bench-trace: {a.rounds} rounds of {len(VARIANTS)} builds of {a.src} "
-          f"(./configure && make -j{a.jobs}), load average {load_before:.2f}", file=sys.stderr)
-    # Creating a pid namespace needs root; otherwise the warm-up counts nothing.
-    warm = run_once("count" if os.geteuid() == 0 else "plain", -1, a)
-    print(f"  warm-up (plain, untimed): {warm['wall']:.2f} s wall, "
-          f"{warm.get('pids', 'uncounted')} processes and threads created", file=sys.stderr)
-    for rnd in range(a.rounds):
-        for i in range(len(VARIANTS)):
-            v = VARIANTS[(rnd + i) % len(VARIANTS)][0]
-            r = run_once(v, rnd, a)
-            runs[v].append(r)
-            print(f"  round {rnd + 1} {v:17} {r['wall']:7.2f} s wall {r['cpu']:7.2f} s CPU",
-                  file=sys.stderr)
-    load_after = os.getloadavg()[0]
+    res = {"rounds": a.rounds, "load_average_before": os.getloadavg()[0]}
+    cal = calibrate(a)
+    res.update({f"calib_{k}_before": v for k, v in cal.items()})
+    say(f"bench-trace: {a.rounds} rounds, load average {res['load_average_before']:.2f}, "
+        f"calibration {cal['cpu_loop_ms']:.0f} ms CPU loop, {cal['mem_latency_ns']:.0f} ns memory latency")
 
-    med = lambda v, k: statistics.median(r[k] for r in runs[v])
-    res = {"rounds": a.rounds, "make_jobs": a.jobs}
-    for v, _ in VARIANTS:
-        res[f"{v}_s"] = med(v, "wall")
-        res[f"{v}_cpu_s"] = med(v, "cpu")
-    for v, _ in VARIANTS[1:]:
-        res[f"{v}_ratio"] = res[f"{v}_s"] / res["plain_s"]
-        res[f"{v}_cpu_ratio"] = res[f"{v}_cpu_s"] / res["plain_cpu_s"]
-    # Processes: the pids a plain build creates (counted in a pid namespace
-    # during the warm-up; threads count too: strace -f finds 1 in this build).
-    # kiln counts only the processes that talked to its server, and its
-    # connections: one more for each exec after a process had talked to it.
-    res["kiln_connections"] = med("kiln", "connections")
-    res["kiln_processes"] = med("kiln", "processes")
-    res["processes"] = warm.get("pids", res["kiln_processes"])
-    res["queries"] = med("kiln", "queries")
-    res["violations"] = med("kiln", "violations")
-    for v in ("kiln", "kiln_report_only"):
-        pre = "" if v == "kiln" else "report_only_"
-        res[f"{pre}per_process_overhead_us"] = \
-            (res[f"{v}_s"] - res["plain_s"]) / res["processes"] * 1e6
-        res[f"{pre}per_process_cpu_overhead_us"] = \
-            (res[f"{v}_cpu_s"] - res["plain_cpu_s"]) / res["processes"] * 1e6
-    res["server_cpu_s"] = med("kiln", "server_cpu")
-    res["report_only_server_cpu_s"] = med("kiln_report_only", "server_cpu")
-    res["load_average_before"] = load_before
-    res["load_average_after"] = load_after
+    paths, deps = trace_paths.pick(a.kiln, a.db, a.micro_paths)
+    a.micro_list = os.path.join(a.work, "micro-paths")
+    with open(a.micro_list, "w") as f:
+        f.write("\n".join(paths) + "\n")
+    say(f"  micro: {len(paths)} paths from {len(deps)} declared packages ({a.micro_list})")
+
+    warm = {}
+    for w in WORKLOADS:
+        # Creating a pid namespace needs root; otherwise the warm-up counts nothing.
+        warm[w] = run_build(w, "count" if os.geteuid() == 0 else "plain", -1, a)
+        say(f"  warm-up {w} (plain, untimed): {warm[w]['wall']:.2f} s wall, "
+            f"{warm[w].get('pids', 'uncounted')} processes and threads created")
+
+    runs = {w: {v: [] for v, _ in tr.VARIANTS} for w in WORKLOADS}
+    micro = {m: [] for m in ("native", "cached", "nocache")}
+    for rnd in range(a.rounds):
+        modes = list(micro)
+        for i in range(len(modes)):
+            m = modes[(rnd + i) % len(modes)]
+            r = run_micro(m, rnd, a, deps)
+            micro[m].append(r)
+            say(f"  round {rnd + 1} micro {m:8} {r['ns_per_call']:9.1f} ns per call")
+        for w in WORKLOADS:
+            for i in range(len(tr.VARIANTS)):
+                v = tr.VARIANTS[(rnd + i) % len(tr.VARIANTS)][0]
+                r = run_build(w, v, rnd, a)
+                runs[w][v].append(r)
+                say(f"  round {rnd + 1} {w:5} {v:9} {r['wall']:7.2f} s wall {r['cpu']:7.2f} s CPU")
+        if rnd + 1 < a.rounds:
+            # A checkpoint: a run stopped later still leaves the medians of
+            # the rounds it completed ("rounds" says how many).
+            tr.write_flat_json(a.out, summary(a, res, runs, micro, warm, rnd + 1, t_start))
+            say(f"  after round {rnd + 1}: wrote {a.out} (checkpoint)")
+
+    res = summary(a, res, runs, micro, warm, a.rounds, t_start)
+    cal = calibrate(a)
+    res.update({f"calib_{k}_after": v for k, v in cal.items()})
+    res["load_average_after"] = os.getloadavg()[0]
     res["bench_wall_s"] = time.monotonic() - t_start
 
-    print(f"\nGNU hello: ./configure && make -j{a.jobs}, median of {a.rounds} interleaved rounds "
-          f"(load average {load_before:.2f} before, {load_after:.2f} after)")
-    print(f"{'variant':26} {'wall s':>7} {'min-max':>13} {'ratio':>6} {'CPU s':>7} {'ratio':>6}")
-    for v, label in VARIANTS:
-        walls = [r["wall"] for r in runs[v]]
-        ratio = res.get(f"{v}_ratio", 1.0)
-        cratio = res.get(f"{v}_cpu_ratio", 1.0)
-        print(f"{label:26} {res[v + '_s']:7.2f} {min(walls):6.2f}-{max(walls):<6.2f} {ratio:6.2f} "
-              f"{res[v + '_cpu_s']:7.2f} {cratio:6.2f}")
-    how = ("pids a plain build created, counted in a pid namespace" if "pids" in warm
-           else "kiln report totals: connections, one per process and more after exec")
-    print(f"processes: {res['processes']:.0f} ({how}); kiln's report: "
-          f"{res['kiln_connections']:.0f} connections, {res['queries']:.0f} queries to the server")
-    print(f"per-process overhead, kiln trace: {res['per_process_overhead_us']:.0f} us wall, "
-          f"{res['per_process_cpu_overhead_us']:.0f} us CPU; --report-only: "
-          f"{res['report_only_per_process_overhead_us']:.0f} us wall, "
-          f"{res['report_only_per_process_cpu_overhead_us']:.0f} us CPU "
-          f"(DESIGN.md budget: ~50 us)")
-    print(f"trace server CPU: {res['server_cpu_s']:.2f} s (kiln trace), "
-          f"{res['report_only_server_cpu_s']:.2f} s (--report-only)")
-    tmp = a.out + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(json.dumps(res, indent=1) + "\n")
-    os.rename(tmp, a.out)
+    print()
+    for w, (title, _, _) in WORKLOADS.items():
+        print("\n".join(tr.build_table(w, title, runs[w], res)))
+        diffs = tr.finding_differences(runs[w])
+        if diffs:
+            print(f"WARNING: {w}: kiln runs disagree on hidden/refused/unknown paths:")
+            print("\n".join("  " + d for d in diffs))
+        print()
+    print("\n".join(tr.micro_table(res)))
+    if "spawn_over_empty_us" in res:
+        print(f"\nspawn + exit of a no-op program under kiln trace: "
+              f"{res['spawn_over_empty_us']:.1f} us more than with an empty preload (make bench-preload)")
+    print(f"\nmachine: load average {res['load_average_before']:.2f} before, "
+          f"{res['load_average_after']:.2f} after; CPU loop {res['calib_cpu_loop_ms_before']:.0f} / "
+          f"{res['calib_cpu_loop_ms_after']:.0f} ms, memory latency "
+          f"{res['calib_mem_latency_ns_before']:.0f} / {res['calib_mem_latency_ns_after']:.0f} ns "
+          f"(before / after); whole bench {res['bench_wall_s'] / 60:.1f} min")
+    tr.write_flat_json(a.out, res)
     print(f"wrote {a.out}")
 
 

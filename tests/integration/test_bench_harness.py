@@ -1,0 +1,169 @@
+"""make bench-trace's harness cannot rot silently: its parsing, its medians
+and ratios, and its JSON writing on tiny fake input, and the micro benchmark
+and calibration programs run with tiny counts. No timing is checked."""
+import json
+import os
+import sys
+
+import pytest
+
+from conftest import ROOT, BUILD, run
+
+sys.path.insert(0, str(ROOT / "bench"))
+import trace_results as tr  # noqa: E402
+
+MICRO = BUILD / "bench" / "trace_micro"
+CALIBRATE = BUILD / "bench" / "calibrate"
+
+# The figures issue 8 asks bench/out/trace.json to hold.
+REQUIRED = ["micro_native_ns", "micro_cached_ns", "micro_nocache_ns", "spawn_over_empty_us"] + [
+    f"{w}_{k}" for w in ("hello", "zlib")
+    for k in ("native_s", "cached_ratio", "nocache_ratio", "empty_ratio", "strace_ratio",
+              "fakeroot_ratio", "pseudo_ratio")]
+
+
+def report(processes=10, queries=300, cache=None, hidden=(), exit_status=0):
+    rep = {"mode": "enforce", "exit_status": exit_status,
+           "hidden": [{"path": p, "package": "x", "access": ["stat"]} for p in hidden],
+           "refused_writes": [], "unknown": [{"path": "/usr/local/include"}],
+           "totals": {"processes": processes, "connections": processes + 2, "queries": queries,
+                      "server_cpu_seconds": 0.5, "violations": len(hidden)}}
+    if cache is not None:
+        rep["cache"] = cache
+    return rep
+
+
+def cache(hits, misses, round_trips, enabled=True):
+    return {"enabled": enabled, "hits": hits, "misses": misses, "round_trips": round_trips,
+            "listings": 3, "map_bytes": 65536, "entries": misses}
+
+
+def fake_runs(with_cache, walls=None):
+    """Three rounds of every variant; plain 10 s wall, 8 s CPU, variant v
+    takes (1 + i/10) times that, i its place in the list."""
+    runs = {}
+    for i, (v, _) in enumerate(tr.VARIANTS):
+        runs[v] = []
+        for rnd in range(3):
+            r = {"wall": 10.0 * (1 + i / 10) + rnd - 1, "cpu": 8.0 * (1 + i / 10)}
+            if v in tr.KILN_VARIANTS:
+                c = None
+                if with_cache:
+                    c = cache(90, 10, 10, True) if v == "cached" else cache(0, 0, 300, False)
+                r.update(tr.report_figures(report(cache=c, hidden=["/usr/include/sqlite3.h"])))
+            runs[v].append(r)
+    return runs
+
+
+def test_key_values_parses_and_refuses_garbage():
+    assert tr.key_values("paths 3\nns_per_call 12.5\n\n", "x") == {"paths": 3.0, "ns_per_call": 12.5}
+    for bad in ("", "paths\n", "paths 3 4\n", "paths three\n"):
+        with pytest.raises(ValueError):
+            tr.key_values(bad, "x")
+
+
+def test_report_without_cache_object_gives_no_cache_figures():
+    r = tr.report_figures(report())
+    assert "cache" not in r and r["processes"] == 10 and r["queries"] == 300
+    assert ("unknown", "/usr/local/include") in r["findings"]
+    # A half-written or differently shaped cache object counts as absent.
+    assert tr.cache_figures({"cache": {"enabled": True, "hits": 1}}) is None
+    assert tr.cache_figures({"cache": {**cache(1, 1, 1), "hits": None}}) is None
+    assert tr.cache_figures({"cache": cache(1, 2, 3)})["misses"] == 2
+
+
+def test_report_of_a_failed_build_is_refused():
+    with pytest.raises(ValueError):
+        tr.report_figures(report(exit_status=2))
+    with pytest.raises(ValueError):
+        tr.report_figures({**report(), "mode": "report-only"})
+
+
+def test_summary_before_the_cache_has_ratios_and_no_made_up_cache_figures():
+    runs = fake_runs(with_cache=False)
+    res = tr.build_summary("hello", runs, processes=4564)
+    assert res["hello_native_s"] == 10.0
+    assert res["hello_cached_ratio"] == pytest.approx(1.2)
+    assert res["hello_strace_cpu_ratio"] == pytest.approx(1.6)
+    assert res["hello_nocache_queries_per_process"] == 30
+    assert res["hello_report_mismatches"] == 0
+    assert not [k for k in res if "hit_rate" in k or "round_trips" in k]
+    table = "\n".join(tr.build_table("hello", "GNU hello", runs, res))
+    assert "n/a" in table and "4564 processes" in table and "pseudo" in table
+
+
+def test_summary_with_the_cache_object_has_hit_rate_and_round_trips():
+    runs = fake_runs(with_cache=True)
+    res = tr.build_summary("zlib", runs)
+    assert res["zlib_hit_rate"] == pytest.approx(0.9)
+    assert res["zlib_cached_round_trips_per_process"] == 1.0
+    assert res["zlib_nocache_round_trips_per_process"] == 30.0
+    assert res["zlib_cached_map_bytes"] == 65536
+    assert "n/a" not in "\n".join(tr.build_table("zlib", "zlib", runs, res))
+
+
+def test_differing_findings_between_modes_are_counted_and_named():
+    runs = fake_runs(with_cache=False)
+    runs["cached"][1]["findings"] = frozenset()
+    res = tr.build_summary("hello", runs)
+    assert res["hello_report_mismatches"] == 1
+    assert any("sqlite3.h" in line for line in tr.finding_differences(runs))
+
+
+def test_json_holds_every_required_figure_flat(tmp_path):
+    res = {}
+    for w in ("hello", "zlib"):
+        res.update(tr.build_summary(w, fake_runs(with_cache=False)))
+    micro = {m: [{"ns_per_call": n, "thread_ns_per_call": 4 * n, "paths": 3, "workers": 8}]
+             for m, n in (("native", 700.0), ("cached", 800.0), ("nocache", 9000.0))}
+    res.update(tr.micro_summary(micro))
+    assert res["micro_cached_overhead_ns"] == 100.0
+    res["spawn_over_empty_us"] = 21.5
+    out = tmp_path / "trace.json"
+    tr.write_flat_json(str(out), res)
+    got = json.loads(out.read_text())
+    assert [k for k in REQUIRED if k not in got] == []
+    assert all(isinstance(v, (int, float)) for v in got.values())
+    assert "micro" in "\n".join(tr.micro_table(res))
+
+
+def test_json_writer_refuses_non_numbers_and_odd_outputs(tmp_path):
+    out = tmp_path / "trace.json"
+    for bad in ({"a": None}, {"a": "1"}, {"a": True}, {"a": {"b": 1}}, {"a": float("nan")}):
+        with pytest.raises(ValueError):
+            tr.write_flat_json(str(out), bad)
+    assert not out.exists()
+    link = tmp_path / "link.json"
+    link.symlink_to(tmp_path / "elsewhere")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for p in (link, fifo):
+        with pytest.raises(ValueError):
+            tr.check_out_path(str(p))
+    tr.check_out_path(str(out))
+
+
+def test_micro_binary_runs_with_a_tiny_count(tmp_path):
+    files = []
+    for i in range(3):
+        f = tmp_path / f"f{i}"
+        f.write_text("x")
+        files.append(str(f))
+    lst = tmp_path / "list"
+    lst.write_text("\n".join(files) + "\n")
+    r = run([MICRO, lst, 2, 2, 1])
+    assert r.returncode == 0, r.stderr
+    got = tr.key_values(r.stdout, "trace_micro")
+    assert got["paths"] == 3 and got["workers"] == 4 and got["calls"] == 36
+    assert got["ns_per_call"] > 0 and got["thread_ns_per_call"] > 0
+    # A path it cannot reach fails the run and is named.
+    lst.write_text("\n".join(files + [str(tmp_path / "missing")]) + "\n")
+    r = run([MICRO, lst, 2, 2, 1])
+    assert r.returncode == 1 and "missing: No such file or directory" in r.stderr
+
+
+def test_calibrate_runs_small():
+    r = run([CALIBRATE, 1])
+    assert r.returncode == 0, r.stderr
+    got = tr.key_values(r.stdout, "calibrate")
+    assert got["cpu_loop_ms"] > 0 and got["mem_latency_ns"] > 0
