@@ -29,6 +29,8 @@ enum {
 	META_T_DECLARATION = 1, /* incomplete: `struct foo;` */
 	META_T_VARARGS = 2,     /* function type with `...` */
 	META_T_HAS_SIZE = 4,    /* size known */
+	META_T_UNSIGNED = 8,    /* enum whose underlying type is unsigned: its
+	                           enumerators' values are unsigned */
 };
 
 /* A member of a struct/union/class, an enumerator, a function parameter or an

@@ -17,6 +17,8 @@ static void text_type(FILE *out, const struct meta_model *m, const struct meta_c
 		fprintf(out, " size=%" PRIu64, t->size);
 	if (t->flags & META_T_DECLARATION)
 		fputs(" declaration", out);
+	if (t->flags & META_T_UNSIGNED)
+		fputs(" unsigned", out);
 	if (t->ref != META_NONE || t->kind == META_POINTER || t->kind == META_FUNCTION ||
 	    t->kind == META_TYPEDEF) {
 		fprintf(out, " ref=%016" PRIx64 " (", meta_type_id(m, t->ref));
@@ -35,7 +37,10 @@ static void text_type(FILE *out, const struct meta_model *m, const struct meta_c
 			if (mm->bit_size)
 				fprintf(out, " bit_offset=%" PRIu64 " bit_size=%u", mm->value, (unsigned)mm->bit_size);
 		} else if (t->kind == META_ENUM) {
-			fprintf(out, "  enumerator %s value=%" PRId64 "\n", name, (int64_t)mm->value);
+			if (t->flags & META_T_UNSIGNED)
+				fprintf(out, "  enumerator %s value=%" PRIu64 "\n", name, mm->value);
+			else
+				fprintf(out, "  enumerator %s value=%" PRId64 "\n", name, (int64_t)mm->value);
 			continue;
 		} else if (t->kind == META_ARRAY) {
 			fprintf(out, "  dimension %" PRIu64 "\n", mm->value);
@@ -60,6 +65,8 @@ static void json_type(FILE *out, const struct meta_model *m, const struct meta_c
 		fprintf(out, ",\"size\":%" PRIu64, t->size);
 	if (t->flags & META_T_DECLARATION)
 		fputs(",\"declaration\":true", out);
+	if (t->flags & META_T_UNSIGNED)
+		fputs(",\"unsigned\":true", out);
 	if (t->kind == META_BASE)
 		fprintf(out, ",\"encoding\":%u", t->encoding);
 	if (t->ref != META_NONE)
@@ -90,7 +97,10 @@ static void json_type(FILE *out, const struct meta_model *m, const struct meta_c
 		if (mm->is_base)
 			fputs(",\"base\":true", out);
 		if (t->kind == META_ENUM) {
-			fprintf(out, ",\"value\":%" PRId64 "}", (int64_t)mm->value);
+			if (t->flags & META_T_UNSIGNED)
+				fprintf(out, ",\"value\":%" PRIu64 "}", mm->value);
+			else
+				fprintf(out, ",\"value\":%" PRId64 "}", (int64_t)mm->value);
 			continue;
 		}
 		if (mm->type == META_NONE)
@@ -109,12 +119,24 @@ static void json_type(FILE *out, const struct meta_model *m, const struct meta_c
 	putc('}', out);
 }
 
+/* VALUE's bits as an int64_t initializer: INT64_MIN has no literal, and the
+ * values of unsigned enums at or above 2^63 are kept bit for bit. */
+static void put_c_int64(FILE *out, uint64_t value)
+{
+	if (value == (uint64_t)1 << 63)
+		fputs("INT64_MIN", out);
+	else
+		fprintf(out, "%" PRId64, (int64_t)value);
+}
+
 static void c_tables(FILE *out, const struct meta_model *m)
 {
 	fputs("#include <stdint.h>\n\n"
 	      "struct kiln_meta_type {\n\tuint64_t id;\n\tconst char *kind;\n\tconst char *name;\n"
 	      "\tuint64_t size; /* UINT64_MAX when unknown */\n\tuint64_t ref;\n"
-	      "\tuint32_t first_member, nmembers;\n};\n\n"
+	      "\tuint32_t first_member, nmembers;\n"
+	      "\tuint32_t flags; /* 1: an enum with an unsigned underlying type (read its\n"
+	      "\t                   enumerators' values as (uint64_t)value) */\n};\n\n"
 	      "struct kiln_meta_member {\n\tconst char *name;\n\tuint64_t type;\n"
 	      "\tuint64_t bit_offset; /* struct/union members */\n\tuint32_t bit_size;\n"
 	      "\tuint32_t is_base; /* C++ base class subobject */\n"
@@ -128,9 +150,11 @@ static void c_tables(FILE *out, const struct meta_model *m)
 			int agg = is_aggregate(t->kind);
 			fputs("\t{ ", out);
 			meta_put_c_str(out, mm->name);
-			fprintf(out, ", 0x%" PRIx64 "u, %" PRIu64 "u, %uu, %uu, %" PRId64 " },\n",
+			fprintf(out, ", 0x%" PRIx64 "u, %" PRIu64 "u, %uu, %uu, ",
 				meta_type_id(m, mm->type), agg ? mm->value : 0, (unsigned)mm->bit_size,
-				(unsigned)mm->is_base, agg ? 0 : (int64_t)mm->value);
+				(unsigned)mm->is_base);
+			put_c_int64(out, agg ? 0 : mm->value);
+			fputs(" },\n", out);
 			nmem++;
 		}
 	}
@@ -145,10 +169,11 @@ static void c_tables(FILE *out, const struct meta_model *m)
 			fprintf(out, ", %" PRIu64 "u", t->size);
 		else
 			fputs(", UINT64_MAX", out);
-		fprintf(out, ", 0x%" PRIx64 "u, %uu, %uu },\n", meta_type_id(m, t->ref), first, t->nmembers);
+		fprintf(out, ", 0x%" PRIx64 "u, %uu, %uu, %uu },\n", meta_type_id(m, t->ref), first, t->nmembers,
+			(t->flags & META_T_UNSIGNED) ? 1u : 0u);
 		first += t->nmembers;
 	}
-	fprintf(out, "\t{ 0, 0, 0, 0, 0, 0, 0 }\n};\n\n"
+	fprintf(out, "\t{ 0, 0, 0, 0, 0, 0, 0, 0 }\n};\n\n"
 		"const uint32_t kiln_meta_ntypes = %zuu;\nconst uint32_t kiln_meta_nmembers = %uu;\n",
 		m->nclasses, nmem);
 }
