@@ -138,7 +138,9 @@ struct meta_model {
 	char *debug_path;     /* separate debug file, or NULL */
 	int fd, debug_fd;
 	Elf *elf, *debug_elf;
-	Dwarf *dwarf;         /* NULL when the binary has no DWARF */
+	Dwarf *dwarf;         /* NULL when the binary has no (readable) DWARF */
+	char dwarf_error[512]; /* why the DWARF could not be read; "" when it was,
+	                          or when there is none */
 	uint64_t debug_info_size;
 	uint64_t debug_file_size; /* of the separate debug file, when there is one */
 	Dwarf_CFI *eh_cfi, *debug_cfi;
