@@ -16,7 +16,7 @@ int meta_push_ranges(struct meta_builder *b, Dwarf_Die *die, const struct attrs 
 	*high = 0;
 	if (t->has_low && t->has_high && !t->has_ranges) {
 		struct meta_range r = { t->low_pc, t->high_is_size ? t->low_pc + t->high_pc : t->high_pc };
-		if (r.hi <= r.lo)
+		if (r.hi <= r.lo || !meta_code_is_live(m, r.lo, r.hi))
 			return 0;
 		if (META_PUSH(m->ranges, m->nranges, b->cap_ranges, r))
 			return meta_walk_oom(b);
@@ -30,7 +30,7 @@ int meta_push_ranges(struct meta_builder *b, Dwarf_Die *die, const struct attrs 
 	Dwarf_Addr base, lo, hi;
 	ptrdiff_t off = 0;
 	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
-		if (hi <= lo)
+		if (hi <= lo || !meta_code_is_live(m, lo, hi))
 			continue;
 		struct meta_range r = { lo, hi };
 		if (META_PUSH(m->ranges, m->nranges, b->cap_ranges, r))
@@ -107,6 +107,8 @@ int meta_add_var(struct meta_builder *b, Dwarf_Die *die, int tag, struct attrs *
 	meta_inherit(t);
 	uint64_t addr = 0;
 	int is_static = t->has_location && static_address(m, &t->location, &addr);
+	if (is_static && !meta_data_is_live(m, addr))
+		return 0; /* a discarded copy's variable, at the linker's tombstone */
 	if (is_static && t->name && add_global(b, t, addr))
 		return -1;
 	if (ctx.function == META_NONE)

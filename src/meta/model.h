@@ -127,6 +127,12 @@ struct meta_section {
 	int exec;
 };
 
+/* A PT_LOAD segment: [lo, hi) in memory. */
+struct meta_segment {
+	uint64_t lo, hi;
+	int exec;
+};
+
 struct meta_model {
 	char *path;
 	/* Identity of the file the model was built from, for caches that keep
@@ -162,6 +168,7 @@ struct meta_model {
 	struct meta_global *globals; size_t nglobals;
 	struct meta_symbol *symbols; size_t nsymbols; /* sorted by address */
 	struct meta_section *sections; size_t nsections;
+	struct meta_segment *segments; size_t nsegments; /* none in a relocatable object */
 	struct meta_cu *cus;         size_t ncus;
 	struct { double open_s, walk_s, resolve_s, dedup_s; } timing; /* phases of the build */
 	size_t nwarnings;
@@ -205,6 +212,13 @@ const char *meta_kind_name(enum meta_kind k);
 long meta_symbol_at_or_below(const struct meta_model *m, uint64_t addr);
 /* Index of the symbol covering ADDR (FUNC symbols preferred), or -1. */
 long meta_symbol_at(const struct meta_model *m, uint64_t addr);
+/* Whether code at [LO, HI) or data at [LO, LO + 1) can be real: not a
+ * tombstone the linker left for a discarded copy (0, -1, -2: DWARF keeps
+ * describing COMDAT copies and dead sections it dropped) and inside one
+ * loaded segment (an executable one for code). Always true in an object
+ * file, which has no segments. */
+int meta_code_is_live(const struct meta_model *m, uint64_t lo, uint64_t hi);
+int meta_data_is_live(const struct meta_model *m, uint64_t addr);
 /* Whether some FUNC/OBJECT/NOTYPE symbol has exactly this address. */
 int meta_symbol_has_addr(const struct meta_model *m, uint64_t addr);
 

@@ -296,6 +296,7 @@ void meta_model_free(struct meta_model *m)
 	free(m->globals);
 	free(m->symbols);
 	free(m->sections);
+	free(m->segments);
 	free(m->path);
 	free(m->debug_path);
 	free(m);
@@ -307,5 +308,6 @@ size_t meta_model_bytes(const struct meta_model *m)
 	       m->nmembers * sizeof *m->members + m->nclasses * sizeof *m->classes +
 	       m->nfunctions * sizeof *m->functions + m->nvars * sizeof *m->vars +
 	       m->nranges * sizeof *m->ranges + m->nglobals * sizeof *m->globals +
-	       m->nsymbols * sizeof *m->symbols + m->nsections * sizeof *m->sections;
+	       m->nsymbols * sizeof *m->symbols + m->nsections * sizeof *m->sections +
+	       m->nsegments * sizeof *m->segments;
 }
