@@ -8,6 +8,25 @@ static int udata(Dwarf_Attribute *a, Dwarf_Word *out)
 	return dwarf_formudata(a, out) == 0;
 }
 
+/* A virtual base's location: the object's address plus the offset stored
+ * in its vtable, N bytes before the address point: DW_OP_dup, DW_OP_deref,
+ * <constant N>, DW_OP_minus, DW_OP_deref, DW_OP_plus (GCC and clang). */
+static int vbase_expr(const Dwarf_Op *ops, size_t n, Dwarf_Sword *vtable_offset)
+{
+	if (n != 6 || ops[0].atom != DW_OP_dup || ops[1].atom != DW_OP_deref || ops[3].atom != DW_OP_minus ||
+	    ops[4].atom != DW_OP_deref || ops[5].atom != DW_OP_plus)
+		return 0;
+	uint8_t c = ops[2].atom;
+	if (c >= DW_OP_lit0 && c <= DW_OP_lit31)
+		*vtable_offset = -(Dwarf_Sword)(c - DW_OP_lit0);
+	else if (c == DW_OP_constu || c == DW_OP_const1u || c == DW_OP_const2u || c == DW_OP_const4u ||
+		 c == DW_OP_const8u)
+		*vtable_offset = -(Dwarf_Sword)ops[2].number;
+	else
+		return 0;
+	return 1;
+}
+
 static int collect(Dwarf_Attribute *a, void *arg)
 {
 	struct attrs *t = arg;
@@ -35,11 +54,13 @@ static int collect(Dwarf_Attribute *a, void *arg)
 	case DW_AT_data_member_location:
 		if (dwarf_whatform(a) == DW_FORM_exprloc || dwarf_whatform(a) == DW_FORM_block1) {
 			Dwarf_Op *ops;
-			size_t n;
+			size_t n = 0;
 			if (dwarf_getlocation(a, &ops, &n) == 0 && n == 1 &&
 			    ops[0].atom == DW_OP_plus_uconst) {
 				t->member_loc = ops[0].number;
 				t->has_member_loc = 1;
+			} else if (n == 6 && vbase_expr(ops, n, &t->vtable_offset)) {
+				t->has_vtable_offset = 1;
 			} else {
 				t->bad = 1;
 			}
@@ -110,6 +131,11 @@ static int collect(Dwarf_Attribute *a, void *arg)
 	case DW_AT_ranges:
 		t->has_ranges = 1;
 		break;
+	case DW_AT_virtuality: {
+		Dwarf_Word v;
+		t->is_virtual = udata(a, &v) && v == DW_VIRTUALITY_virtual;
+		break;
+	}
 	default:
 		break;
 	}

@@ -20,12 +20,14 @@ struct attrs {
 	Dwarf_Sword bit_offset; /* negative when a packed bitfield spills over */
 	Dwarf_Word upper_bound, count, encoding, const_value;
 	Dwarf_Sword lower_bound;
+	Dwarf_Sword vtable_offset; /* virtual base: where its offset is in the vtable */
 	Dwarf_Addr low_pc, high_pc;
 	unsigned has_type : 1, has_location : 1, has_frame_base : 1, has_origin : 1,
 		has_spec : 1, has_signature : 1, has_byte_size : 1, has_bit_size : 1, has_bit_offset : 1,
 		has_data_bit_offset : 1, has_member_loc : 1, has_upper : 1, has_count : 1,
 		has_lower : 1, has_const : 1, has_low : 1, has_high : 1, high_is_size : 1,
-		has_ranges : 1, declaration : 1, external : 1, bad : 1;
+		has_ranges : 1, declaration : 1, external : 1, bad : 1, is_virtual : 1,
+		has_vtable_offset : 1;
 };
 
 void meta_read_attrs(Dwarf_Die *die, struct attrs *t);

@@ -40,7 +40,11 @@ struct meta_member {
 	uint32_t type;        /* member/param type, META_NONE otherwise */
 	uint32_t bit_size : 24; /* bitfield width, 0 when not a bitfield */
 	uint32_t is_base : 1; /* a C++ base class subobject (DW_TAG_inheritance) */
-	uint64_t value;       /* struct: offset in bits from the start;
+	uint32_t is_virtual : 1; /* a virtual base: no fixed offset */
+	uint64_t value;       /* struct: offset in bits from the start (a virtual
+	                         base: the byte offset, from the vtable's address
+	                         point, of the vtable entry that holds its offset:
+	                         an int64_t, e.g. -24; 0 when unknown);
 	                         enum: value (signedness per enum); array: count */
 };
 

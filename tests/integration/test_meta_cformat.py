@@ -48,9 +48,9 @@ def s(b):
     return b.decode() if b is not None else None
 
 
-@pytest.mark.parametrize("prog", ["frames.c", "enums.cc"])
+@pytest.mark.parametrize("prog", ["frames.c", "enums.cc", "layouts.cc"])
 def test_meta_so_matches_json(kiln_bin, tmp_path, prog):
-    exe = cc(tmp_path / "prog", [FIXTURES / prog], ["-g", "-O1"],
+    exe = cc(tmp_path / "prog", [FIXTURES / prog], ["-g", "-O1"] + (["-std=c++20"] if prog == "layouts.cc" else []),
              compiler="g++" if prog.endswith(".cc") else "gcc")
     out = tmp_path / "c"
     out.mkdir()
@@ -72,10 +72,16 @@ def test_meta_so_matches_json(kiln_bin, tmp_path, prog):
         assert (f"{c.ref:016x}" if c.ref else None) == j.get("type")
         assert bool(c.flags & 1) == j.get("unsigned", False)
         mems = cm[c.first_member:c.first_member + c.nmembers]
-        if j["kind"] in ("struct", "union"):
-            assert [(s(m.name), m.bit_offset, m.bit_size, bool(m.is_base)) for m in mems] == \
-                [(m["name"], m.get("bit_offset", m["offset"] * 8), m.get("bit_size", 0),
-                  m.get("base", False)) for m in j["members"]]
+        if j["kind"] in ("struct", "union", "class"):
+            # a virtual base: is_base 2, no offset, its vtable entry in value;
+            # then its offsets in a complete object: is_base 3
+            assert [(s(m.name), m.bit_offset, m.bit_size, m.is_base, m.value) for m in mems] == \
+                [(m["name"], 2**64 - 1 if m.get("virtual") else m.get("bit_offset", m["offset"] * 8),
+                  m.get("bit_size", 0), 2 if m.get("virtual") else int(m.get("base", False)),
+                  m.get("vtable_offset", 0)) for m in j["members"]] + \
+                [(None, v["offset"] * 8, 0, 3, 0) for v in j.get("virtual_bases", [])]
+            assert [f"{m.type:016x}" for m in mems if m.is_base == 3] == \
+                [v["type"] for v in j.get("virtual_bases", [])]
         elif j["kind"] == "enum":
             # an unsigned enum's values are the int64_t's bits
             assert [(s(m.name), m.value % 2**64 if c.flags & 1 else m.value) for m in mems] == \

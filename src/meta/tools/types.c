@@ -9,6 +9,21 @@ static int is_aggregate(uint8_t k)
 	return k == META_STRUCT || k == META_UNION || k == META_CLASS;
 }
 
+/* Virtual bases of aggregate T with their offsets in a complete T (see
+ * vbases.c): how many, 0 when none or when the layout cannot be derived. */
+static int complete_vbases(const struct meta_model *m, const struct meta_type *t, struct meta_vbase *out)
+{
+	if (!is_aggregate(t->kind))
+		return 0;
+	uint32_t k = 0;
+	while (k < t->nmembers && !m->members[t->first + k].is_base)
+		k++;
+	if (k == t->nmembers)
+		return 0; /* no bases (all of C): nothing to do */
+	int n = meta_complete_vbases(m, (uint32_t)(t - m->types), out);
+	return n > 0 ? n : 0;
+}
+
 static void text_type(FILE *out, const struct meta_model *m, const struct meta_class *c)
 {
 	const struct meta_type *t = &m->types[c->rep];
@@ -30,7 +45,9 @@ static void text_type(FILE *out, const struct meta_model *m, const struct meta_c
 		const struct meta_member *mm = &m->members[t->first + k];
 		const char *name = mm->name ? mm->name : "<anon>";
 		if (is_aggregate(t->kind)) {
-			if (mm->is_base)
+			if (mm->is_virtual)
+				fprintf(out, "  base virtual vtable_offset=%" PRId64, (int64_t)mm->value);
+			else if (mm->is_base)
 				fprintf(out, "  base offset=%" PRIu64, mm->value / 8);
 			else
 				fprintf(out, "  member %s offset=%" PRIu64, name, mm->value / 8);
@@ -54,6 +71,14 @@ static void text_type(FILE *out, const struct meta_model *m, const struct meta_c
 	}
 	if (t->flags & META_T_VARARGS)
 		fputs("  param ...\n", out);
+	struct meta_vbase vb[META_MAX_VBASES];
+	int nvb = complete_vbases(m, t, vb);
+	for (int i = 0; i < nvb; i++) {
+		fprintf(out, "  virtual_base offset=%" PRIu64 " type=%016" PRIx64 " (", vb[i].offset,
+			meta_type_id(m, vb[i].type));
+		meta_put_type_label(out, m, vb[i].type);
+		fputs(")\n", out);
+	}
 }
 
 static void json_type(FILE *out, const struct meta_model *m, const struct meta_class *c)
@@ -96,6 +121,8 @@ static void json_type(FILE *out, const struct meta_model *m, const struct meta_c
 		meta_put_json_str(out, mm->name);
 		if (mm->is_base)
 			fputs(",\"base\":true", out);
+		if (mm->is_virtual)
+			fputs(",\"virtual\":true", out);
 		if (t->kind == META_ENUM) {
 			if (t->flags & META_T_UNSIGNED)
 				fprintf(out, ",\"value\":%" PRIu64 "}", mm->value);
@@ -107,6 +134,10 @@ static void json_type(FILE *out, const struct meta_model *m, const struct meta_c
 			fputs(",\"type\":null", out);
 		else
 			fprintf(out, ",\"type\":\"%016" PRIx64 "\"", meta_type_id(m, mm->type));
+		if (mm->is_virtual) {
+			fprintf(out, ",\"vtable_offset\":%" PRId64 "}", (int64_t)mm->value);
+			continue;
+		}
 		fprintf(out, ",\"offset\":%" PRIu64, mm->value / 8);
 		if (mm->bit_size)
 			fprintf(out, ",\"bit_offset\":%" PRIu64 ",\"bit_size\":%u", mm->value, (unsigned)mm->bit_size);
@@ -116,6 +147,15 @@ static void json_type(FILE *out, const struct meta_model *m, const struct meta_c
 		putc(']', out);
 	if (t->flags & META_T_VARARGS)
 		fputs(",\"varargs\":true", out);
+	struct meta_vbase vb[META_MAX_VBASES];
+	int nvb = complete_vbases(m, t, vb);
+	if (nvb)
+		fputs(",\"virtual_bases\":[", out);
+	for (int i = 0; i < nvb; i++)
+		fprintf(out, "%s{\"type\":\"%016" PRIx64 "\",\"offset\":%" PRIu64 "}", i ? "," : "",
+			meta_type_id(m, vb[i].type), vb[i].offset);
+	if (nvb)
+		putc(']', out);
 	putc('}', out);
 }
 
@@ -139,10 +179,13 @@ static void c_tables(FILE *out, const struct meta_model *m)
 	      "\t                   enumerators' values as (uint64_t)value) */\n};\n\n"
 	      "struct kiln_meta_member {\n\tconst char *name;\n\tuint64_t type;\n"
 	      "\tuint64_t bit_offset; /* struct/union members */\n\tuint32_t bit_size;\n"
-	      "\tuint32_t is_base; /* C++ base class subobject */\n"
-	      "\tint64_t value; /* enumerator value, array dimension */\n};\n\n"
+	      "\tuint32_t is_base; /* 1 C++ base class subobject, 2 virtual base (no fixed\n"
+	      "\t                    offset: bit_offset UINT64_MAX, value = where its offset is\n"
+	      "\t                    in the vtable), 3 a virtual base's offset in a complete object */\n"
+	      "\tint64_t value; /* enumerator value, array dimension, vtable entry offset */\n};\n\n"
 	      "const struct kiln_meta_member kiln_meta_members[] = {\n", out);
 	uint32_t nmem = 0;
+	struct meta_vbase vb[META_MAX_VBASES];
 	for (size_t i = 0; i < m->nclasses; i++) {
 		const struct meta_type *t = &m->types[m->classes[i].rep];
 		for (uint32_t k = 0; k < t->nmembers; k++) {
@@ -150,13 +193,20 @@ static void c_tables(FILE *out, const struct meta_model *m)
 			int agg = is_aggregate(t->kind);
 			fputs("\t{ ", out);
 			meta_put_c_str(out, mm->name);
-			fprintf(out, ", 0x%" PRIx64 "u, %" PRIu64 "u, %uu, %uu, ",
-				meta_type_id(m, mm->type), agg ? mm->value : 0, (unsigned)mm->bit_size,
-				(unsigned)mm->is_base);
-			put_c_int64(out, agg ? 0 : mm->value);
+			if (mm->is_virtual)
+				fprintf(out, ", 0x%" PRIx64 "u, UINT64_MAX, 0u, 2u, ", meta_type_id(m, mm->type));
+			else
+				fprintf(out, ", 0x%" PRIx64 "u, %" PRIu64 "u, %uu, %uu, ",
+					meta_type_id(m, mm->type), agg ? mm->value : 0, (unsigned)mm->bit_size,
+					(unsigned)mm->is_base);
+			put_c_int64(out, agg && !mm->is_virtual ? 0 : mm->value);
 			fputs(" },\n", out);
 			nmem++;
 		}
+		int nvb = complete_vbases(m, t, vb);
+		for (int k = 0; k < nvb; k++, nmem++)
+			fprintf(out, "\t{ 0, 0x%" PRIx64 "u, %" PRIu64 "u, 0u, 3u, 0 },\n", meta_type_id(m, vb[k].type),
+				vb[k].offset * 8);
 	}
 	fputs("\t{ 0, 0, 0, 0, 0, 0 }\n};\n\nconst struct kiln_meta_type kiln_meta_types[] = {\n", out);
 	uint32_t first = 0;
@@ -169,9 +219,10 @@ static void c_tables(FILE *out, const struct meta_model *m)
 			fprintf(out, ", %" PRIu64 "u", t->size);
 		else
 			fputs(", UINT64_MAX", out);
-		fprintf(out, ", 0x%" PRIx64 "u, %uu, %uu, %uu },\n", meta_type_id(m, t->ref), first, t->nmembers,
+		uint32_t n = t->nmembers + (uint32_t)complete_vbases(m, t, vb);
+		fprintf(out, ", 0x%" PRIx64 "u, %uu, %uu, %uu },\n", meta_type_id(m, t->ref), first, n,
 			(t->flags & META_T_UNSIGNED) ? 1u : 0u);
-		first += t->nmembers;
+		first += n;
 	}
 	fprintf(out, "\t{ 0, 0, 0, 0, 0, 0, 0, 0 }\n};\n\n"
 		"const uint32_t kiln_meta_ntypes = %zuu;\nconst uint32_t kiln_meta_nmembers = %uu;\n",
