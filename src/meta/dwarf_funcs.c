@@ -102,6 +102,8 @@ int meta_add_var(struct meta_builder *b, Dwarf_Die *die, int tag, struct attrs *
 {
 	(void)die;
 	struct meta_model *m = b->m;
+	if (t->has_origin && meta_note_origin(b, ctx, &t->origin))
+		return -1;
 	if (t->declaration && !t->has_location)
 		return 0;
 	meta_inherit(t);
@@ -153,11 +155,13 @@ int meta_add_function(struct meta_builder *b, Dwarf_Die *die, struct attrs *t, s
 		if (META_PUSH(m->functions, m->nfunctions, b->cap_functions, f))
 			return meta_walk_oom(b);
 	}
-	if (!dwarf_haschildren(die))
+	if (!dwarf_haschildren(die) && !(f.range_count && t->has_origin))
 		return 0;
 	struct deferred later = { 0 };
 	inner.later = &later;
-	int rc = meta_walk_children(b, die, inner);
+	/* an out-of-line instance of an inline function, or a part split off
+	 * one (foo.part.0), has the variables of its abstract origin */
+	int rc = f.range_count ? meta_walk_concrete(b, die, t, inner) : meta_walk_children(b, die, inner);
 	struct walk_ctx outer = { .function = META_NONE, .depth = ctx.depth };
 	for (size_t i = 0; !rc && i < later.n; i++)
 		rc = meta_walk_die(b, &later.v[i], outer);

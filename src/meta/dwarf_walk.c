@@ -53,22 +53,25 @@ int meta_walk_die(struct meta_builder *b, Dwarf_Die *die, struct walk_ctx ctx)
 		return meta_add_function(b, die, &t, ctx);
 	case DW_TAG_lexical_block:
 	case DW_TAG_inlined_subroutine: {
-		if (!dwarf_haschildren(die))
-			return 0;
 		struct walk_ctx inner = ctx;
 		inner.depth++;
-		if (ctx.function != META_NONE) {
-			meta_read_attrs(die, &t);
-			uint64_t lo, hi;
-			uint32_t first, count;
-			if (meta_push_ranges(b, die, &t, &first, &count, &lo, &hi) < 0)
-				return -1;
-			if (count) {
-				inner.scope_first = first;
-				inner.scope_count = count;
-			}
+		inner.seen = NULL;
+		if (ctx.function == META_NONE)
+			return dwarf_haschildren(die) ? meta_walk_children(b, die, inner) : 0;
+		meta_read_attrs(die, &t);
+		if (t.has_origin && meta_note_origin(b, ctx, &t.origin))
+			return -1;
+		if (!dwarf_haschildren(die) && !t.has_origin)
+			return 0;
+		uint64_t lo, hi;
+		uint32_t first, count;
+		if (meta_push_ranges(b, die, &t, &first, &count, &lo, &hi) < 0)
+			return -1;
+		if (count) {
+			inner.scope_first = first;
+			inner.scope_count = count;
 		}
-		return meta_walk_children(b, die, inner);
+		return meta_walk_concrete(b, die, &t, inner);
 	}
 	case DW_TAG_namespace:
 	case DW_TAG_module: {
@@ -92,6 +95,70 @@ int meta_walk_die(struct meta_builder *b, Dwarf_Die *die, struct walk_ctx ctx)
 			  (unsigned long long)dwarf_dieoffset(die), tag);
 		return 0;
 	}
+}
+
+int meta_note_origin(struct meta_builder *b, struct walk_ctx ctx, Dwarf_Attribute *origin)
+{
+	if (!ctx.seen)
+		return 0;
+	Dwarf_Die d;
+	if (!dwarf_formref_die(origin, &d))
+		return 0;
+	if (META_PUSH(ctx.seen->v, ctx.seen->n, ctx.seen->cap, dwarf_dieoffset(&d)))
+		return meta_walk_oom(b);
+	return 0;
+}
+
+static int was_seen(const struct seen_origins *s, uint64_t off)
+{
+	for (size_t i = 0; s && i < s->n; i++)
+		if (s->v[i] == off)
+			return 1;
+	return 0;
+}
+
+/* The children of abstract DIE ORIGIN that SEEN does not name: formals and
+ * locals are added, and blocks with no concrete counterpart (they have no
+ * PC range of their own) are looked through, as gdb does. */
+static int inherit_abstract(struct meta_builder *b, Dwarf_Die *origin, const struct seen_origins *seen,
+			    struct walk_ctx ctx)
+{
+	if (ctx.depth > META_MAX_DEPTH)
+		return 0;
+	Dwarf_Die c;
+	int rc = dwarf_child(origin, &c);
+	while (rc == 0) {
+		int tag = dwarf_tag(&c);
+		if ((tag == DW_TAG_variable || tag == DW_TAG_formal_parameter || tag == DW_TAG_lexical_block) &&
+		    !was_seen(seen, dwarf_dieoffset(&c))) {
+			struct attrs t;
+			if (tag == DW_TAG_lexical_block) {
+				struct walk_ctx inner = ctx;
+				inner.depth++;
+				if (dwarf_haschildren(&c) && inherit_abstract(b, &c, NULL, inner))
+					return -1;
+			} else {
+				meta_read_attrs(&c, &t);
+				if (meta_add_var(b, &c, tag, &t, ctx))
+					return -1;
+			}
+		}
+		rc = meta_next_sibling(&c);
+	}
+	return 0;
+}
+
+int meta_walk_concrete(struct meta_builder *b, Dwarf_Die *die, struct attrs *t, struct walk_ctx ctx)
+{
+	struct seen_origins seen = { 0 };
+	ctx.seen = t->has_origin ? &seen : NULL;
+	int rc = dwarf_haschildren(die) ? meta_walk_children(b, die, ctx) : 0;
+	ctx.seen = NULL;
+	Dwarf_Die origin;
+	if (!rc && t->has_origin && dwarf_formref_die(&t->origin, &origin))
+		rc = inherit_abstract(b, &origin, &seen, ctx);
+	free(seen.v);
+	return rc;
 }
 
 int meta_walk_children(struct meta_builder *b, Dwarf_Die *parent, struct walk_ctx ctx)

@@ -46,12 +46,26 @@ void meta_inherit(struct attrs *t);
  * function's variables stay contiguous. */
 struct deferred { Dwarf_Die *v; size_t n, cap; };
 
+/* DIE offsets of the abstract-origin DIEs that the children of a concrete
+ * scope (an out-of-line instance, an inlined call, a block of either) stand
+ * for: the origin's other children exist only in the abstract tree. */
+struct seen_origins { uint64_t *v; size_t n, cap; };
+
 struct walk_ctx {
 	uint32_t function;          /* META_NONE outside a function */
 	uint32_t scope_first, scope_count;
 	int depth;
 	struct deferred *later;     /* nested functions of the current function */
+	struct seen_origins *seen;  /* of the enclosing concrete scope, or NULL */
 };
+
+/* Records that a child of the current concrete scope stands for the DIE
+ * ORIGIN refers to. */
+int meta_note_origin(struct meta_builder *b, struct walk_ctx ctx, Dwarf_Attribute *origin);
+/* Walks the children of concrete scope DIE (with attributes T) in CTX, then
+ * adds the formals and locals of its abstract origin that no child stands
+ * for (gdb does the same): they have no location, or the origin's. */
+int meta_walk_concrete(struct meta_builder *b, Dwarf_Die *die, struct attrs *t, struct walk_ctx ctx);
 
 int meta_walk_oom(struct meta_builder *b);
 /* dwarf_siblingof that refuses to go backwards (a corrupt DW_AT_sibling
