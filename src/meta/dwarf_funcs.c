@@ -155,13 +155,16 @@ int meta_add_function(struct meta_builder *b, Dwarf_Die *die, struct attrs *t, s
 		if (META_PUSH(m->functions, m->nfunctions, b->cap_functions, f))
 			return meta_walk_oom(b);
 	}
-	if (!dwarf_haschildren(die) && !(f.range_count && t->has_origin))
+	uint32_t origin = META_NONE;
+	if (f.range_count && t->has_origin && meta_origin_index(b, &t->origin, ctx.depth + 1, &origin))
+		return -1;
+	if (!dwarf_haschildren(die) && origin == META_NONE)
 		return 0;
 	struct deferred later = { 0 };
 	inner.later = &later;
 	/* an out-of-line instance of an inline function, or a part split off
 	 * one (foo.part.0), has the variables of its abstract origin */
-	int rc = f.range_count ? meta_walk_concrete(b, die, t, inner) : meta_walk_children(b, die, inner);
+	int rc = f.range_count ? meta_walk_concrete(b, die, t, origin, inner) : meta_walk_children(b, die, inner);
 	struct walk_ctx outer = { .function = META_NONE, .depth = ctx.depth };
 	for (size_t i = 0; !rc && i < later.n; i++)
 		rc = meta_walk_die(b, &later.v[i], outer);

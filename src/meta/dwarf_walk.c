@@ -58,11 +58,17 @@ int meta_walk_die(struct meta_builder *b, Dwarf_Die *die, struct walk_ctx ctx)
 		inner.seen = NULL;
 		if (ctx.function == META_NONE)
 			return dwarf_haschildren(die) ? meta_walk_children(b, die, inner) : 0;
-		meta_read_attrs(die, &t);
-		if (t.has_origin && meta_note_origin(b, ctx, &t.origin))
-			return -1;
-		if (!dwarf_haschildren(die) && !t.has_origin)
+		int kids = dwarf_haschildren(die);
+		Dwarf_Attribute oa;
+		if (!kids && !dwarf_attr(die, DW_AT_abstract_origin, &oa))
 			return 0;
+		meta_read_attrs(die, &t);
+		uint32_t origin = META_NONE;
+		if (t.has_origin && (meta_note_origin(b, ctx, &t.origin) ||
+				     meta_origin_index(b, &t.origin, ctx.depth + 1, &origin)))
+			return -1;
+		if (!kids && (origin == META_NONE || !b->origin_count[origin]))
+			return 0; /* nothing of its own, nothing to inherit */
 		uint64_t lo, hi;
 		uint32_t first, count;
 		if (meta_push_ranges(b, die, &t, &first, &count, &lo, &hi) < 0)
@@ -71,7 +77,7 @@ int meta_walk_die(struct meta_builder *b, Dwarf_Die *die, struct walk_ctx ctx)
 			inner.scope_first = first;
 			inner.scope_count = count;
 		}
-		return meta_walk_concrete(b, die, &t, inner);
+		return meta_walk_concrete(b, die, &t, origin, inner);
 	}
 	case DW_TAG_namespace:
 	case DW_TAG_module: {
@@ -117,30 +123,43 @@ static int was_seen(const struct seen_origins *s, uint64_t off)
 	return 0;
 }
 
-/* The children of abstract DIE ORIGIN that SEEN does not name: formals and
- * locals are added, and blocks with no concrete counterpart (they have no
- * PC range of their own) are looked through, as gdb does. */
-static int inherit_abstract(struct meta_builder *b, Dwarf_Die *origin, const struct seen_origins *seen,
-			    struct walk_ctx ctx)
+/* A child of an abstract origin, flattened in DIE order: a formal or local
+ * with its attributes, or a block followed by its `inner` descendants. */
+struct meta_origin_child {
+	uint64_t off;
+	int tag;
+	uint32_t inner;
+	struct attrs t;
+};
+
+void meta_walk_free(struct meta_builder *b)
 {
-	if (ctx.depth > META_MAX_DEPTH)
+	meta_u64map_free(&b->origins);
+	free(b->origin_first);
+	free(b->origin_count);
+	free(b->origin_children);
+}
+
+/* Appends the formals, locals and blocks under abstract DIE PARENT. */
+static int read_origin(struct meta_builder *b, Dwarf_Die *parent, int depth)
+{
+	if (depth > META_MAX_DEPTH)
 		return 0;
 	Dwarf_Die c;
-	int rc = dwarf_child(origin, &c);
+	int rc = dwarf_child(parent, &c);
 	while (rc == 0) {
 		int tag = dwarf_tag(&c);
-		if ((tag == DW_TAG_variable || tag == DW_TAG_formal_parameter || tag == DW_TAG_lexical_block) &&
-		    !was_seen(seen, dwarf_dieoffset(&c))) {
-			struct attrs t;
-			if (tag == DW_TAG_lexical_block) {
-				struct walk_ctx inner = ctx;
-				inner.depth++;
-				if (dwarf_haschildren(&c) && inherit_abstract(b, &c, NULL, inner))
+		if (tag == DW_TAG_variable || tag == DW_TAG_formal_parameter || tag == DW_TAG_lexical_block) {
+			struct meta_origin_child oc = { .off = dwarf_dieoffset(&c), .tag = tag };
+			if (tag != DW_TAG_lexical_block)
+				meta_read_attrs(&c, &oc.t);
+			size_t at = b->norigin_children;
+			if (META_PUSH(b->origin_children, b->norigin_children, b->cap_origin_children, oc))
+				return meta_walk_oom(b);
+			if (tag == DW_TAG_lexical_block && dwarf_haschildren(&c)) {
+				if (read_origin(b, &c, depth + 1))
 					return -1;
-			} else {
-				meta_read_attrs(&c, &t);
-				if (meta_add_var(b, &c, tag, &t, ctx))
-					return -1;
+				b->origin_children[at].inner = (uint32_t)(b->norigin_children - at - 1);
 			}
 		}
 		rc = meta_next_sibling(&c);
@@ -148,15 +167,60 @@ static int inherit_abstract(struct meta_builder *b, Dwarf_Die *origin, const str
 	return 0;
 }
 
-int meta_walk_concrete(struct meta_builder *b, Dwarf_Die *die, struct attrs *t, struct walk_ctx ctx)
+/* The children of abstract DIE ORIGIN that SEEN does not name: formals and
+ * locals are added, and blocks with no concrete counterpart (they have no
+ * PC range of their own) are looked through, as gdb does. */
+static int inherit_abstract(struct meta_builder *b, uint32_t idx, const struct seen_origins *seen,
+			    struct walk_ctx ctx)
+{
+	uint32_t end = b->origin_first[idx] + b->origin_count[idx];
+	for (uint32_t i = b->origin_first[idx]; i < end; i++) {
+		const struct meta_origin_child *oc = &b->origin_children[i];
+		if (was_seen(seen, oc->off)) {
+			if (oc->tag == DW_TAG_lexical_block)
+				i += oc->inner; /* its concrete block inherits for itself */
+			continue;
+		}
+		if (oc->tag == DW_TAG_lexical_block)
+			continue; /* no concrete block: its variables belong to this scope */
+		struct attrs t = oc->t; /* meta_add_var completes it */
+		if (meta_add_var(b, NULL, oc->tag, &t, ctx))
+			return -1;
+	}
+	return 0;
+}
+
+int meta_origin_index(struct meta_builder *b, Dwarf_Attribute *origin, int depth, uint32_t *idx)
+{
+	Dwarf_Die o;
+	*idx = META_NONE;
+	if (!dwarf_formref_die(origin, &o))
+		return 0;
+	uint64_t key = dwarf_dieoffset(&o);
+	*idx = meta_u64map_get(&b->origins, key);
+	if (*idx != META_NONE)
+		return 0;
+	uint32_t first = (uint32_t)b->norigin_children;
+	*idx = (uint32_t)b->norigins;
+	if (read_origin(b, &o, depth) ||
+	    META_PUSH(b->origin_first, b->norigins, b->cap_origin_first, first) ||
+	    meta_grow((void **)&b->origin_count, &b->cap_origin_count, b->norigins, sizeof *b->origin_count) ||
+	    meta_u64map_put(&b->origins, key, *idx))
+		return meta_walk_oom(b);
+	b->origin_count[*idx] = (uint32_t)b->norigin_children - first;
+	return 0;
+}
+
+int meta_walk_concrete(struct meta_builder *b, Dwarf_Die *die, struct attrs *t, uint32_t origin,
+		       struct walk_ctx ctx)
 {
 	struct seen_origins seen = { 0 };
-	ctx.seen = t->has_origin ? &seen : NULL;
+	ctx.seen = origin != META_NONE ? &seen : NULL;
 	int rc = dwarf_haschildren(die) ? meta_walk_children(b, die, ctx) : 0;
 	ctx.seen = NULL;
-	Dwarf_Die origin;
-	if (!rc && t->has_origin && dwarf_formref_die(&t->origin, &origin))
-		rc = inherit_abstract(b, &origin, &seen, ctx);
+	(void)t;
+	if (!rc && origin != META_NONE && b->origin_count[origin])
+		rc = inherit_abstract(b, origin, &seen, ctx);
 	free(seen.v);
 	return rc;
 }

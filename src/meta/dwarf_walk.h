@@ -65,7 +65,11 @@ int meta_note_origin(struct meta_builder *b, struct walk_ctx ctx, Dwarf_Attribut
 /* Walks the children of concrete scope DIE (with attributes T) in CTX, then
  * adds the formals and locals of its abstract origin that no child stands
  * for (gdb does the same): they have no location, or the origin's. */
-int meta_walk_concrete(struct meta_builder *b, Dwarf_Die *die, struct attrs *t, struct walk_ctx ctx);
+int meta_walk_concrete(struct meta_builder *b, Dwarf_Die *die, struct attrs *t, uint32_t origin,
+		       struct walk_ctx ctx);
+/* The cached children of the abstract origin ORIGIN refers to, read on first
+ * use: *IDX indexes b->origin_first/origin_count (META_NONE if unreadable). */
+int meta_origin_index(struct meta_builder *b, Dwarf_Attribute *origin, int depth, uint32_t *idx);
 
 int meta_walk_oom(struct meta_builder *b);
 /* dwarf_siblingof that refuses to go backwards (a corrupt DW_AT_sibling

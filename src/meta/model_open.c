@@ -252,6 +252,7 @@ int meta_model_open_with(const char *path, const struct meta_options *opts, stru
 		free(b.type_die);
 		free(b.alias_target);
 		meta_u64map_free(&b.aliases);
+		meta_walk_free(&b);
 		free(b.type_order);
 		if (!rc)
 			rc = meta_dedup_types(m, err);
