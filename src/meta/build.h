@@ -72,6 +72,13 @@ struct meta_builder {
 	size_t norigin_children, cap_origin_children;
 	Dwarf_CU *cur_cu;     /* the unit being walked, and whether it is a */
 	int cur_in_types;     /* DWARF 4 .debug_types unit */
+	uint64_t cur_split;   /* key bits of its split DWARF file (0: the main one) */
+	Dwarf *cur_dwp_unit;  /* when the unit comes from a .dwp package: its Dwarf */
+	uint64_t cur_dwp_base; /* and its skeleton's base address */
+	/* Split DWARF files (.dwo) met so far: DIE offsets restart in each, so
+	 * keys carry the file's number (meta_die_key). */
+	Dwarf **splits;
+	size_t nsplits, cap_splits;
 };
 
 int meta_walk_dwarf(struct meta_builder *b);

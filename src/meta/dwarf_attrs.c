@@ -153,13 +153,19 @@ uint64_t meta_die_key(const struct meta_builder *b, Dwarf_Die *d)
 {
 	uint64_t key = dwarf_dieoffset(d) + 1;
 	int in_types = b->cur_in_types;
+	uint64_t split = b->cur_split;
 	if (d->cu != b->cur_cu) { /* a reference to another unit: rare */
 		Dwarf_Half version;
 		uint8_t unit_type;
 		in_types = dwarf_cu_info(d->cu, &version, &unit_type, NULL, NULL, NULL, NULL, NULL) == 0 &&
-			   version < 5 && unit_type == DW_UT_type;
+			   version < 5 && (unit_type == DW_UT_type || unit_type == DW_UT_split_type);
+		Dwarf *file = dwarf_cu_getdwarf(d->cu);
+		split = 0;
+		for (size_t i = 0; i < b->nsplits; i++)
+			if (b->splits[i] == file)
+				split = (uint64_t)(i + 1) << META_KEY_SPLIT_SHIFT;
 	}
-	return in_types ? key | META_KEY_DEBUG_TYPES : key;
+	return (in_types ? key | META_KEY_DEBUG_TYPES : key) | split;
 }
 
 uint64_t meta_ref_key(const struct meta_builder *b, Dwarf_Attribute *a)

@@ -4,7 +4,61 @@
 #include <stdlib.h>
 
 #include "meta/dwarf_walk.h"
+#include "meta/dwp.h"
 #include "meta/expr.h"
+
+struct range_sink {
+	struct meta_builder *b;
+	uint32_t *count;
+	uint64_t *low, *high;
+};
+
+static int sink_range(void *arg, uint64_t lo, uint64_t hi)
+{
+	struct range_sink *k = arg;
+	struct meta_model *m = k->b->m;
+	if (hi <= lo || !meta_code_is_live(m, lo, hi))
+		return 0;
+	struct meta_range r = { lo, hi };
+	if (META_PUSH(m->ranges, m->nranges, k->b->cap_ranges, r))
+		return meta_walk_oom(k->b);
+	(*k->count)++;
+	if (lo < *k->low)
+		*k->low = lo;
+	if (hi > *k->high)
+		*k->high = hi;
+	return 0;
+}
+
+/* DW_AT_ranges of a DIE in a split unit from a .dwp package: read here,
+ * since libdw does not know the unit's base address (its skeleton's). */
+static int package_ranges(struct meta_builder *b, Dwarf_Die *die, uint32_t *first, uint32_t *count,
+			  uint64_t *low, uint64_t *high)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word off = 0;
+	struct range_sink k = { b, count, low, high };
+	int is_index = 0, ok = dwarf_attr(die, DW_AT_ranges, &a) != NULL;
+	if (ok && dwarf_whatform(&a) == DW_FORM_rnglistx) { /* its index, not libdw's offset */
+		is_index = 1;
+		const unsigned char *q = a.valp;
+		for (int shift = 0; shift < 64; shift += 7, q++) {
+			off |= (Dwarf_Word)(*q & 0x7f) << shift;
+			if (!(*q & 0x80))
+				break;
+		}
+	} else if (ok) {
+		ok = dwarf_formudata(&a, &off) == 0;
+	}
+	if (!ok || meta_dwp_ranges(b->m->dwp, b->cur_dwp_unit, is_index, off, b->cur_dwp_base, sink_range, &k) != 0) {
+		if (b->oom)
+			return -1;
+		meta_warn(b->m, "%s: DIE 0x%llx: unreadable range list in a .dwp unit", b->m->path,
+			  (unsigned long long)dwarf_dieoffset(die));
+	}
+	(void)first;
+	return (int)*count;
+}
 
 int meta_push_ranges(struct meta_builder *b, Dwarf_Die *die, const struct attrs *t,
 		     uint32_t *first, uint32_t *count, uint64_t *low, uint64_t *high)
@@ -27,6 +81,8 @@ int meta_push_ranges(struct meta_builder *b, Dwarf_Die *die, const struct attrs 
 	}
 	if (!t->has_ranges && !t->has_low)
 		return 0;
+	if (b->cur_dwp_unit && t->has_ranges)
+		return package_ranges(b, die, first, count, low, high);
 	Dwarf_Addr base, lo, hi;
 	ptrdiff_t off = 0;
 	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {

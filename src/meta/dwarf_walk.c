@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "meta/dwarf_walk.h"
+#include "meta/dwp.h"
 
 int meta_walk_oom(struct meta_builder *b)
 {
@@ -134,6 +135,7 @@ struct meta_origin_child {
 
 void meta_walk_free(struct meta_builder *b)
 {
+	free(b->splits);
 	meta_u64map_free(&b->origins);
 	free(b->origin_first);
 	free(b->origin_count);
@@ -240,6 +242,71 @@ int meta_walk_children(struct meta_builder *b, Dwarf_Die *parent, struct walk_ct
 	return 0;
 }
 
+/* Offset attribute NAME (or GNU_NAME) of DIE, 0 when absent. */
+static uint64_t base_attr(Dwarf_Die *die, int name, int gnu_name)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word v;
+	if ((dwarf_attr(die, name, &a) || dwarf_attr(die, gnu_name, &a)) && dwarf_formudata(&a, &v) == 0)
+		return v;
+	return 0;
+}
+
+/* The split unit of SKELETON from the package BINARY.dwp (libdw only looks
+ * for .dwo files): 1 found, in *SPLIT. */
+static int from_package(struct meta_builder *b, Dwarf_Die *skeleton, Dwarf_Die *split)
+{
+	struct meta_model *m = b->m;
+	if (!m->dwp_tried) {
+		m->dwp_tried = 1;
+		char path[4096];
+		if ((size_t)snprintf(path, sizeof path, "%s.dwp", m->path) < sizeof path)
+			meta_dwp_open(m->dirfd, path, &m->dwp);
+	}
+	uint64_t dwo_id;
+	if (!m->dwp || dwarf_cu_info(skeleton->cu, NULL, NULL, NULL, NULL, &dwo_id, NULL, NULL) != 0)
+		return 0;
+	uint64_t addr_base = base_attr(skeleton, DW_AT_addr_base, DW_AT_GNU_addr_base);
+	uint64_t ranges_base = base_attr(skeleton, DW_AT_rnglists_base, DW_AT_GNU_ranges_base);
+	if (addr_base > m->raw_addr_size || ranges_base > m->raw_ranges_size)
+		return 0;
+	Dwarf *d = meta_dwp_unit(m->dwp, dwo_id, m->raw_addr ? m->raw_addr + addr_base : NULL,
+				 m->raw_addr_size - addr_base, m->raw_ranges ? m->raw_ranges + ranges_base : NULL,
+				 m->raw_ranges_size - ranges_base);
+	Dwarf_CU *cu = NULL;
+	Dwarf_Half version;
+	uint8_t unit_type;
+	Dwarf_Addr base;
+	if (!d || dwarf_get_units(d, NULL, &cu, &version, &unit_type, split, NULL) != 0 ||
+	    dwarf_tag(split) != DW_TAG_compile_unit)
+		return 0;
+	b->cur_dwp_unit = d;
+	b->cur_dwp_base = dwarf_lowpc(skeleton, &base) == 0 ? base : 0;
+	return 1;
+}
+
+/* The split unit of SKELETON in *SPLIT: 1 found, 0 not (with a warning). */
+static int split_unit(struct meta_builder *b, Dwarf_Die *skeleton, Dwarf_Die *split)
+{
+	struct meta_model *m = b->m;
+	if ((!split->addr || dwarf_tag(split) != DW_TAG_compile_unit) && !from_package(b, skeleton, split)) {
+		Dwarf_Attribute a;
+		const char *dwo = dwarf_formstring(dwarf_attr(skeleton, DW_AT_dwo_name, &a));
+		if (!dwo)
+			dwo = dwarf_formstring(dwarf_attr(skeleton, DW_AT_GNU_dwo_name, &a));
+		meta_warn(m, "%s: split DWARF file %s not found; its unit is skipped", m->path, dwo ? dwo : "?");
+		return 0;
+	}
+	Dwarf *file = dwarf_cu_getdwarf(split->cu);
+	size_t i = 0;
+	while (i < b->nsplits && b->splits[i] != file)
+		i++;
+	if (i == b->nsplits && META_PUSH(b->splits, b->nsplits, b->cap_splits, file))
+		return meta_walk_oom(b);
+	b->cur_split = (uint64_t)(i + 1) << META_KEY_SPLIT_SHIFT;
+	return 1;
+}
+
 /* Reserves room in proportion to .debug_info (ratios seen in GCC output), so
  * that the arrays are not copied over and over while they grow. */
 static int reserve(struct meta_builder *b)
@@ -267,6 +334,19 @@ int meta_walk_dwarf(struct meta_builder *b)
 	Dwarf_Half version;
 	int rc;
 	while ((rc = dwarf_get_units(m->dwarf, cu, &cu, &version, &unit_type, &cudie, &subdie)) == 0) {
+		b->cur_split = 0;
+		b->cur_dwp_unit = NULL;
+		if (unit_type == DW_UT_skeleton) {
+			/* -gsplit-dwarf: the unit's DIEs are in its .dwo file,
+			 * which libdw finds by DW_AT_dwo_name (or DW_AT_GNU_dwo_name
+			 * in DWARF 4) under DW_AT_comp_dir or the binary's directory */
+			int split = split_unit(b, &cudie, &subdie);
+			if (split < 0)
+				return -1;
+			if (!split)
+				continue;
+			cudie = subdie;
+		}
 		Dwarf_Attribute pa;
 		int lang = dwarf_srclang(&cudie);
 		struct meta_cu u = {

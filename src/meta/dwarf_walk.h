@@ -34,6 +34,8 @@ void meta_read_attrs(Dwarf_Die *die, struct attrs *t);
 /* A DIE's key: its offset + 1, with META_KEY_DEBUG_TYPES set for DWARF 4
  * .debug_types units, whose offsets overlap those of .debug_info. */
 #define META_KEY_DEBUG_TYPES ((uint64_t)1 << 62)
+/* ... and the number of their split DWARF file (.dwo) from this bit up. */
+#define META_KEY_SPLIT_SHIFT 40
 uint64_t meta_die_key(const struct meta_builder *b, Dwarf_Die *d);
 /* Key of the DIE attribute A refers to; 0 when it cannot be read. */
 uint64_t meta_ref_key(const struct meta_builder *b, Dwarf_Attribute *a);

@@ -16,7 +16,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define META_NONE UINT32_MAX /* "no type" (void) or "no index" */
+#define META_NONE UINT32_MAX
+
+struct meta_dwp; /* "no type" (void) or "no index" */
 
 enum meta_kind {
 	META_BASE, META_POINTER, META_STRUCT, META_UNION, META_CLASS, META_ENUM,
@@ -148,6 +150,7 @@ struct meta_model {
 	char *debug_path;     /* separate debug file, or NULL */
 	int fd, debug_fd;
 	Elf *elf, *debug_elf;
+	int dirfd;            /* what relative paths resolve against */
 	Dwarf *dwarf;         /* NULL when the binary has no (readable) DWARF */
 	char dwarf_error[512]; /* why the DWARF could not be read; "" when it was,
 	                          or when there is none */
@@ -157,6 +160,12 @@ struct meta_model {
 	/* raw .debug_loc / .debug_loclists bytes (NULL if absent or compressed) */
 	const unsigned char *raw_loc, *raw_loclists;
 	size_t raw_loc_size, raw_loclists_size;
+	/* raw .debug_addr and .debug_ranges, which split units of a .dwp
+	 * package index into */
+	const unsigned char *raw_addr, *raw_ranges;
+	size_t raw_addr_size, raw_ranges_size;
+	struct meta_dwp *dwp; /* BINARY.dwp, once a split unit was looked up there */
+	int dwp_tried;
 	int elf_class;
 	int addr_size;        /* 8 or 4; 0 for big-endian (raw decoding off) */
 	uint16_t machine;

@@ -11,6 +11,7 @@
 
 #include "meta/build.h"
 #include "meta/debugfile.h"
+#include "meta/dwp.h"
 
 /* Whether [OFF, OFF + COUNT * ENTSIZE) reaches past SIZE (overflow included). */
 static int beyond(uint64_t off, uint64_t count, uint64_t entsize, uint64_t size)
@@ -121,7 +122,8 @@ static uint64_t debug_info_size(Elf *elf)
 	return 0;
 }
 
-/* Raw bytes of the location-list sections, for the fast reader in expr.c. */
+/* Raw bytes of the location-list sections, for the fast reader in expr.c,
+ * and of the sections split units in a .dwp package index into. */
 static void find_loclists(struct meta_model *m, Elf *elf)
 {
 	size_t shstrndx;
@@ -132,19 +134,19 @@ static void find_loclists(struct meta_model *m, Elf *elf)
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || (sh.sh_flags & SHF_COMPRESSED))
 			continue;
 		const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
-		int is_loc = name && !strcmp(name, ".debug_loc");
-		if (!is_loc && !(name && !strcmp(name, ".debug_loclists")))
+		if (!name)
 			continue;
-		Elf_Data *d = elf_rawdata(scn, NULL);
+		const unsigned char **data = !strcmp(name, ".debug_loc") ? &m->raw_loc :
+					     !strcmp(name, ".debug_loclists") ? &m->raw_loclists :
+					     !strcmp(name, ".debug_addr") ? &m->raw_addr :
+					     !strcmp(name, ".debug_ranges") ? &m->raw_ranges : NULL;
+		size_t *size = data == &m->raw_loc ? &m->raw_loc_size : data == &m->raw_loclists ?
+			       &m->raw_loclists_size : data == &m->raw_addr ? &m->raw_addr_size : &m->raw_ranges_size;
+		Elf_Data *d = data ? elf_rawdata(scn, NULL) : NULL;
 		if (!d || !d->d_buf)
 			continue;
-		if (is_loc) {
-			m->raw_loc = d->d_buf;
-			m->raw_loc_size = d->d_size;
-		} else {
-			m->raw_loclists = d->d_buf;
-			m->raw_loclists_size = d->d_size;
-		}
+		*data = d->d_buf;
+		*size = d->d_size;
 	}
 }
 
@@ -192,7 +194,7 @@ static void drop_dwarf(struct meta_model *m, const struct meta_err *err)
 	m->ntypes = m->nmembers = m->nclasses = m->nfunctions = m->nvars = 0;
 	m->nranges = m->nglobals = m->ncus = 0;
 	m->debug_cfi = NULL; /* owned by the Dwarf */
-	m->raw_loc = m->raw_loclists = NULL;
+	m->raw_loc = m->raw_loclists = m->raw_addr = m->raw_ranges = NULL;
 	dwarf_end(m->dwarf);
 	m->dwarf = NULL;
 }
@@ -221,6 +223,7 @@ int meta_model_open_with(const char *path, const struct meta_options *opts, stru
 	double t0 = now();
 	struct stat st;
 	int dirfd = opts && opts->has_dirfd ? opts->dirfd : AT_FDCWD;
+	m->dirfd = dirfd;
 	if (open_elf(dirfd, path, &m->fd, &m->elf, &st, err) || meta_read_elf(m, err) || open_dwarf(m, dirfd, opts ? opts->debug_root : NULL, err))
 		goto fail;
 	double t1 = now();
@@ -277,6 +280,7 @@ void meta_model_free(struct meta_model *m)
 		dwarf_cfi_end(m->eh_cfi);
 	if (m->dwarf)
 		dwarf_end(m->dwarf);
+	meta_dwp_free(m->dwp);
 	if (m->debug_elf)
 		elf_end(m->debug_elf);
 	if (m->elf)
