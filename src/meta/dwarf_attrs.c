@@ -1,4 +1,5 @@
 /* Reading the attributes of one DIE in a single dwarf_getattrs pass. */
+#include <stddef.h>
 #include <string.h>
 
 #include "meta/dwarf_walk.h"
@@ -144,7 +145,7 @@ static int collect(Dwarf_Attribute *a, void *arg)
 
 void meta_read_attrs(Dwarf_Die *die, struct attrs *t)
 {
-	memset(t, 0, sizeof *t);
+	memset(t, 0, offsetof(struct attrs, type)); /* the rest is read under a flag */
 	if (dwarf_getattrs(die, collect, t, 0) < 0)
 		t->bad = 1;
 }

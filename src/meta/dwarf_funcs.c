@@ -158,11 +158,25 @@ int meta_add_var(struct meta_builder *b, Dwarf_Die *die, int tag, struct attrs *
 {
 	(void)die;
 	struct meta_model *m = b->m;
-	if (t->has_origin && meta_note_origin(b, ctx, &t->origin))
+	uint64_t ooff = 0;
+	if (t->has_origin && meta_note_origin(b, ctx, &t->origin, &ooff))
 		return -1;
 	if (t->declaration && !t->has_location)
 		return 0;
-	meta_inherit(t);
+	/* name and type from the abstract origin: cached when the enclosing
+	 * scope is a concrete copy, else read through libdw */
+	const struct attrs *o = ooff && ctx.origin != META_NONE ? meta_origin_child_attrs(b, ctx.origin, ooff) : NULL;
+	if (o && (t->name || o->name) && (t->has_type || o->has_type)) {
+		if (!t->name)
+			t->name = o->name;
+		if (!t->has_type) {
+			t->type = o->type;
+			t->has_type = 1;
+		}
+		t->external |= o->external;
+	} else {
+		meta_inherit(t);
+	}
 	uint64_t addr = 0;
 	int is_static = t->has_location && static_address(m, &t->location, &addr);
 	if (is_static && !meta_data_is_live(m, addr))
@@ -202,7 +216,7 @@ int meta_add_function(struct meta_builder *b, Dwarf_Die *die, struct attrs *t, s
 				   .has_frame_base = t->has_frame_base, .frame_base = t->frame_base };
 	if (meta_push_ranges(b, die, t, &f.range_first, &f.range_count, &f.low, &f.high) < 0)
 		return -1;
-	struct walk_ctx inner = { .function = META_NONE, .depth = ctx.depth + 1 };
+	struct walk_ctx inner = { .function = META_NONE, .depth = ctx.depth + 1, .origin = META_NONE };
 	if (f.range_count) {
 		f.var_first = (uint32_t)m->nvars;
 		inner.function = (uint32_t)m->nfunctions;
@@ -221,7 +235,7 @@ int meta_add_function(struct meta_builder *b, Dwarf_Die *die, struct attrs *t, s
 	/* an out-of-line instance of an inline function, or a part split off
 	 * one (foo.part.0), has the variables of its abstract origin */
 	int rc = f.range_count ? meta_walk_concrete(b, die, t, origin, inner) : meta_walk_children(b, die, inner);
-	struct walk_ctx outer = { .function = META_NONE, .depth = ctx.depth };
+	struct walk_ctx outer = { .function = META_NONE, .depth = ctx.depth, .origin = META_NONE };
 	for (size_t i = 0; !rc && i < later.n; i++)
 		rc = meta_walk_die(b, &later.v[i], outer);
 	free(later.v);

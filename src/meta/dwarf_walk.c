@@ -61,15 +61,19 @@ int meta_walk_die(struct meta_builder *b, Dwarf_Die *die, struct walk_ctx ctx)
 			return dwarf_haschildren(die) ? meta_walk_children(b, die, inner) : 0;
 		int kids = dwarf_haschildren(die);
 		Dwarf_Attribute oa;
-		if (!kids && !dwarf_attr(die, DW_AT_abstract_origin, &oa))
+		int has_origin = dwarf_attr(die, DW_AT_abstract_origin, &oa) != NULL;
+		if (!kids && !has_origin)
 			return 0;
-		meta_read_attrs(die, &t);
 		uint32_t origin = META_NONE;
-		if (t.has_origin && (meta_note_origin(b, ctx, &t.origin) ||
-				     meta_origin_index(b, &t.origin, ctx.depth + 1, &origin)))
+		uint64_t ooff;
+		/* a block stands for a block of the enclosing scope's origin; an
+		 * inlined call's origin is a function */
+		if (has_origin && ((tag == DW_TAG_lexical_block && meta_note_origin(b, ctx, &oa, &ooff)) ||
+				   meta_origin_index(b, &oa, ctx.depth + 1, &origin)))
 			return -1;
 		if (!kids && (origin == META_NONE || !b->origin_count[origin]))
 			return 0; /* nothing of its own, nothing to inherit */
+		meta_read_attrs(die, &t);
 		uint64_t lo, hi;
 		uint32_t first, count;
 		if (meta_push_ranges(b, die, &t, &first, &count, &lo, &hi) < 0)
@@ -104,14 +108,16 @@ int meta_walk_die(struct meta_builder *b, Dwarf_Die *die, struct walk_ctx ctx)
 	}
 }
 
-int meta_note_origin(struct meta_builder *b, struct walk_ctx ctx, Dwarf_Attribute *origin)
+int meta_note_origin(struct meta_builder *b, struct walk_ctx ctx, Dwarf_Attribute *origin, uint64_t *off)
 {
-	if (!ctx.seen)
+	*off = 0;
+	if (!ctx.seen && ctx.origin == META_NONE)
 		return 0;
 	Dwarf_Die d;
 	if (!dwarf_formref_die(origin, &d))
 		return 0;
-	if (META_PUSH(ctx.seen->v, ctx.seen->n, ctx.seen->cap, dwarf_dieoffset(&d)))
+	*off = dwarf_dieoffset(&d);
+	if (ctx.seen && META_PUSH(ctx.seen->v, ctx.seen->n, ctx.seen->cap, *off))
 		return meta_walk_oom(b);
 	return 0;
 }
@@ -192,6 +198,15 @@ static int inherit_abstract(struct meta_builder *b, uint32_t idx, const struct s
 	return 0;
 }
 
+const struct attrs *meta_origin_child_attrs(const struct meta_builder *b, uint32_t origin, uint64_t off)
+{
+	uint32_t end = b->origin_first[origin] + b->origin_count[origin];
+	for (uint32_t i = b->origin_first[origin]; i < end; i++)
+		if (b->origin_children[i].off == off)
+			return b->origin_children[i].tag == DW_TAG_lexical_block ? NULL : &b->origin_children[i].t;
+	return NULL;
+}
+
 int meta_origin_index(struct meta_builder *b, Dwarf_Attribute *origin, int depth, uint32_t *idx)
 {
 	Dwarf_Die o;
@@ -218,8 +233,11 @@ int meta_walk_concrete(struct meta_builder *b, Dwarf_Die *die, struct attrs *t, 
 {
 	struct seen_origins seen = { 0 };
 	ctx.seen = origin != META_NONE ? &seen : NULL;
+	if (origin != META_NONE)
+		ctx.origin = origin;
 	int rc = dwarf_haschildren(die) ? meta_walk_children(b, die, ctx) : 0;
 	ctx.seen = NULL;
+	ctx.origin = META_NONE;
 	(void)t;
 	if (!rc && origin != META_NONE && b->origin_count[origin])
 		rc = inherit_abstract(b, origin, &seen, ctx);
@@ -366,7 +384,7 @@ int meta_walk_dwarf(struct meta_builder *b)
 				  (unsigned long long)dwarf_dieoffset(&cudie), tag);
 			continue;
 		}
-		struct walk_ctx ctx = { .function = META_NONE };
+		struct walk_ctx ctx = { .function = META_NONE, .origin = META_NONE };
 		if (dwarf_haschildren(&cudie) && meta_walk_children(b, &cudie, ctx))
 			return -1;
 	}

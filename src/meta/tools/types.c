@@ -1,7 +1,9 @@
 /* `types`: one entry per deduplicated type (class), in order of first
  * appearance in the DWARF. Formats: docs/meta-formats.md. */
 #include <inttypes.h>
+#include <stdlib.h>
 
+#include "meta/tools/obuf.h"
 #include "meta/tools/tool.h"
 
 static int is_aggregate(uint8_t k)
@@ -24,60 +26,92 @@ static int complete_vbases(const struct meta_model *m, const struct meta_type *t
 	return n > 0 ? n : 0;
 }
 
-static void text_type(FILE *out, const struct meta_model *m, const struct meta_class *c)
+static void put_id(struct meta_obuf *o, const struct meta_model *m, uint32_t t)
+{
+	meta_obuf_hex(o, meta_type_id(m, t), 16);
+	meta_obuf_str(o, " (");
+	meta_obuf_type_label(o, m, t);
+	meta_obuf_chr(o, ')');
+}
+
+static void text_type(struct meta_obuf *o, const struct meta_model *m, const struct meta_class *c)
 {
 	const struct meta_type *t = &m->types[c->rep];
-	fprintf(out, "%016" PRIx64 " %s %s", c->id, meta_kind_name(t->kind), t->name ? t->name : "<anon>");
-	if (t->flags & META_T_HAS_SIZE)
-		fprintf(out, " size=%" PRIu64, t->size);
+	meta_obuf_hex(o, c->id, 16);
+	meta_obuf_chr(o, ' ');
+	meta_obuf_str(o, meta_kind_name(t->kind));
+	meta_obuf_chr(o, ' ');
+	meta_obuf_str(o, t->name ? t->name : "<anon>");
+	if (t->flags & META_T_HAS_SIZE) {
+		meta_obuf_str(o, " size=");
+		meta_obuf_u64(o, t->size);
+	}
 	if (t->flags & META_T_DECLARATION)
-		fputs(" declaration", out);
+		meta_obuf_str(o, " declaration");
 	if (t->flags & META_T_UNSIGNED)
-		fputs(" unsigned", out);
+		meta_obuf_str(o, " unsigned");
 	if (t->ref != META_NONE || t->kind == META_POINTER || t->kind == META_FUNCTION ||
 	    t->kind == META_TYPEDEF) {
-		fprintf(out, " ref=%016" PRIx64 " (", meta_type_id(m, t->ref));
-		meta_put_type_label(out, m, t->ref);
-		putc(')', out);
+		meta_obuf_str(o, " ref=");
+		put_id(o, m, t->ref);
 	}
-	fprintf(out, " dies=%u\n", c->count);
+	meta_obuf_str(o, " dies=");
+	meta_obuf_u64(o, c->count);
+	meta_obuf_chr(o, '\n');
 	for (uint32_t k = 0; k < t->nmembers; k++) {
 		const struct meta_member *mm = &m->members[t->first + k];
 		const char *name = mm->name ? mm->name : "<anon>";
 		if (is_aggregate(t->kind)) {
-			if (mm->is_virtual)
-				fprintf(out, "  base virtual vtable_offset=%" PRId64, (int64_t)mm->value);
-			else if (mm->is_base)
-				fprintf(out, "  base offset=%" PRIu64, mm->value / 8);
-			else
-				fprintf(out, "  member %s offset=%" PRIu64, name, mm->value / 8);
-			if (mm->bit_size)
-				fprintf(out, " bit_offset=%" PRIu64 " bit_size=%u", mm->value, (unsigned)mm->bit_size);
+			if (mm->is_virtual) {
+				meta_obuf_str(o, "  base virtual vtable_offset=");
+				meta_obuf_i64(o, (int64_t)mm->value, 0);
+			} else if (mm->is_base) {
+				meta_obuf_str(o, "  base offset=");
+				meta_obuf_u64(o, mm->value / 8);
+			} else {
+				meta_obuf_str(o, "  member ");
+				meta_obuf_str(o, name);
+				meta_obuf_str(o, " offset=");
+				meta_obuf_u64(o, mm->value / 8);
+			}
+			if (mm->bit_size) {
+				meta_obuf_str(o, " bit_offset=");
+				meta_obuf_u64(o, mm->value);
+				meta_obuf_str(o, " bit_size=");
+				meta_obuf_u64(o, mm->bit_size);
+			}
 		} else if (t->kind == META_ENUM) {
+			meta_obuf_str(o, "  enumerator ");
+			meta_obuf_str(o, name);
+			meta_obuf_str(o, " value=");
 			if (t->flags & META_T_UNSIGNED)
-				fprintf(out, "  enumerator %s value=%" PRIu64 "\n", name, mm->value);
+				meta_obuf_u64(o, mm->value);
 			else
-				fprintf(out, "  enumerator %s value=%" PRId64 "\n", name, (int64_t)mm->value);
+				meta_obuf_i64(o, (int64_t)mm->value, 0);
+			meta_obuf_chr(o, '\n');
 			continue;
 		} else if (t->kind == META_ARRAY) {
-			fprintf(out, "  dimension %" PRIu64 "\n", mm->value);
+			meta_obuf_str(o, "  dimension ");
+			meta_obuf_u64(o, mm->value);
+			meta_obuf_chr(o, '\n');
 			continue;
 		} else {
-			fputs("  param", out);
+			meta_obuf_str(o, "  param");
 		}
-		fprintf(out, " type=%016" PRIx64 " (", meta_type_id(m, mm->type));
-		meta_put_type_label(out, m, mm->type);
-		fputs(")\n", out);
+		meta_obuf_str(o, " type=");
+		put_id(o, m, mm->type);
+		meta_obuf_chr(o, '\n');
 	}
 	if (t->flags & META_T_VARARGS)
-		fputs("  param ...\n", out);
+		meta_obuf_str(o, "  param ...\n");
 	struct meta_vbase vb[META_MAX_VBASES];
 	int nvb = complete_vbases(m, t, vb);
 	for (int i = 0; i < nvb; i++) {
-		fprintf(out, "  virtual_base offset=%" PRIu64 " type=%016" PRIx64 " (", vb[i].offset,
-			meta_type_id(m, vb[i].type));
-		meta_put_type_label(out, m, vb[i].type);
-		fputs(")\n", out);
+		meta_obuf_str(o, "  virtual_base offset=");
+		meta_obuf_u64(o, vb[i].offset);
+		meta_obuf_str(o, " type=");
+		put_id(o, m, vb[i].type);
+		meta_obuf_chr(o, '\n');
 	}
 }
 
@@ -234,12 +268,22 @@ int meta_tool_types(struct meta_model *m, FILE *out, enum meta_format fmt, struc
 	if (meta_need_dwarf(m, "types", err))
 		return -1;
 	switch (fmt) {
-	case META_FMT_TEXT:
+	case META_FMT_TEXT: {
+		struct meta_obuf *o = malloc(sizeof *o);
+		if (!o) {
+			meta_set_err(err, "%s: out of memory", m->path);
+			return -1;
+		}
+		o->out = out;
+		o->len = 0;
 		fprintf(out, "# kiln meta types %s: %zu types from %zu DIEs in %zu units\n", m->path,
 			m->nclasses, m->ntypes, m->ncus);
 		for (size_t i = 0; i < m->nclasses; i++)
-			text_type(out, m, &m->classes[i]);
+			text_type(o, m, &m->classes[i]);
+		meta_obuf_flush(o);
+		free(o);
 		break;
+	}
 	case META_FMT_JSON:
 		fputs("{\"tool\":\"types\",\"binary\":", out);
 		meta_put_json_str(out, m->path);
