@@ -22,9 +22,11 @@ int meta_walk_oom(struct meta_builder *b)
 
 int meta_next_sibling(Dwarf_Die *die)
 {
-	Dwarf_Off here = dwarf_dieoffset(die);
+	/* siblings lie in one unit's buffer: their addresses compare as their
+	 * offsets do, without two calls into libdw per DIE */
+	const unsigned char *here = die->addr;
 	int rc = dwarf_siblingof(die, die);
-	if (rc == 0 && dwarf_dieoffset(die) <= here)
+	if (rc == 0 && (const unsigned char *)die->addr <= here)
 		return -1;
 	return rc;
 }
