@@ -38,6 +38,8 @@ static inline uint64_t meta_strhash(const char *s)
 }
 
 
+struct meta_origin_child;
+
 /* State kept while building, freed at the end of meta_model_open(). */
 struct meta_builder {
 	struct meta_model *m;
@@ -61,11 +63,26 @@ struct meta_builder {
 	struct meta_u64map aliases;
 	uint64_t *alias_target;
 	size_t nalias, cap_alias;
+	/* The formals, locals and blocks of each abstract origin met so far,
+	 * read once however many copies inherit them (dwarf_walk.c). */
+	struct meta_u64map origins;          /* origin DIE offset -> index into origin_first */
+	uint32_t *origin_first, *origin_count;
+	size_t norigins, cap_origin_first, cap_origin_count;
+	struct meta_origin_child *origin_children;
+	size_t norigin_children, cap_origin_children;
 	Dwarf_CU *cur_cu;     /* the unit being walked, and whether it is a */
 	int cur_in_types;     /* DWARF 4 .debug_types unit */
+	uint64_t cur_split;   /* key bits of its split DWARF file (0: the main one) */
+	Dwarf *cur_dwp_unit;  /* when the unit comes from a .dwp package: its Dwarf */
+	uint64_t cur_dwp_base; /* and its skeleton's base address */
+	/* Split DWARF files (.dwo) met so far: DIE offsets restart in each, so
+	 * keys carry the file's number (meta_die_key). */
+	Dwarf **splits;
+	size_t nsplits, cap_splits;
 };
 
 int meta_walk_dwarf(struct meta_builder *b);
+void meta_walk_free(struct meta_builder *b);
 int meta_resolve_types(struct meta_builder *b);
 int meta_dedup_types(struct meta_model *m, struct meta_err *err);
 int meta_read_elf(struct meta_model *m, struct meta_err *err);

@@ -41,7 +41,7 @@ static uint64_t shallow(const struct meta_model *m, const struct meta_type *t)
 		const struct meta_member *mm = &m->members[t->first + k];
 		h = meta_mix(h, meta_strhash(mm->name));
 		h = meta_mix(h, mm->value);
-		h = meta_mix(h, mm->bit_size | (uint64_t)mm->is_base << 32);
+		h = meta_mix(h, mm->bit_size | (uint64_t)mm->is_base << 32 | (uint64_t)mm->is_virtual << 33);
 	}
 	return h;
 }

@@ -1,4 +1,5 @@
 /* Reading the attributes of one DIE in a single dwarf_getattrs pass. */
+#include <stddef.h>
 #include <string.h>
 
 #include "meta/dwarf_walk.h"
@@ -6,6 +7,25 @@
 static int udata(Dwarf_Attribute *a, Dwarf_Word *out)
 {
 	return dwarf_formudata(a, out) == 0;
+}
+
+/* A virtual base's location: the object's address plus the offset stored
+ * in its vtable, N bytes before the address point: DW_OP_dup, DW_OP_deref,
+ * <constant N>, DW_OP_minus, DW_OP_deref, DW_OP_plus (GCC and clang). */
+static int vbase_expr(const Dwarf_Op *ops, size_t n, Dwarf_Sword *vtable_offset)
+{
+	if (n != 6 || ops[0].atom != DW_OP_dup || ops[1].atom != DW_OP_deref || ops[3].atom != DW_OP_minus ||
+	    ops[4].atom != DW_OP_deref || ops[5].atom != DW_OP_plus)
+		return 0;
+	uint8_t c = ops[2].atom;
+	if (c >= DW_OP_lit0 && c <= DW_OP_lit31)
+		*vtable_offset = -(Dwarf_Sword)(c - DW_OP_lit0);
+	else if (c == DW_OP_constu || c == DW_OP_const1u || c == DW_OP_const2u || c == DW_OP_const4u ||
+		 c == DW_OP_const8u)
+		*vtable_offset = -(Dwarf_Sword)ops[2].number;
+	else
+		return 0;
+	return 1;
 }
 
 static int collect(Dwarf_Attribute *a, void *arg)
@@ -35,11 +55,13 @@ static int collect(Dwarf_Attribute *a, void *arg)
 	case DW_AT_data_member_location:
 		if (dwarf_whatform(a) == DW_FORM_exprloc || dwarf_whatform(a) == DW_FORM_block1) {
 			Dwarf_Op *ops;
-			size_t n;
+			size_t n = 0;
 			if (dwarf_getlocation(a, &ops, &n) == 0 && n == 1 &&
 			    ops[0].atom == DW_OP_plus_uconst) {
 				t->member_loc = ops[0].number;
 				t->has_member_loc = 1;
+			} else if (n == 6 && vbase_expr(ops, n, &t->vtable_offset)) {
+				t->has_vtable_offset = 1;
 			} else {
 				t->bad = 1;
 			}
@@ -110,6 +132,11 @@ static int collect(Dwarf_Attribute *a, void *arg)
 	case DW_AT_ranges:
 		t->has_ranges = 1;
 		break;
+	case DW_AT_virtuality: {
+		Dwarf_Word v;
+		t->is_virtual = udata(a, &v) && v == DW_VIRTUALITY_virtual;
+		break;
+	}
 	default:
 		break;
 	}
@@ -118,7 +145,7 @@ static int collect(Dwarf_Attribute *a, void *arg)
 
 void meta_read_attrs(Dwarf_Die *die, struct attrs *t)
 {
-	memset(t, 0, sizeof *t);
+	memset(t, 0, offsetof(struct attrs, type)); /* the rest is read under a flag */
 	if (dwarf_getattrs(die, collect, t, 0) < 0)
 		t->bad = 1;
 }
@@ -127,13 +154,19 @@ uint64_t meta_die_key(const struct meta_builder *b, Dwarf_Die *d)
 {
 	uint64_t key = dwarf_dieoffset(d) + 1;
 	int in_types = b->cur_in_types;
+	uint64_t split = b->cur_split;
 	if (d->cu != b->cur_cu) { /* a reference to another unit: rare */
 		Dwarf_Half version;
 		uint8_t unit_type;
 		in_types = dwarf_cu_info(d->cu, &version, &unit_type, NULL, NULL, NULL, NULL, NULL) == 0 &&
-			   version < 5 && unit_type == DW_UT_type;
+			   version < 5 && (unit_type == DW_UT_type || unit_type == DW_UT_split_type);
+		Dwarf *file = dwarf_cu_getdwarf(d->cu);
+		split = 0;
+		for (size_t i = 0; i < b->nsplits; i++)
+			if (b->splits[i] == file)
+				split = (uint64_t)(i + 1) << META_KEY_SPLIT_SHIFT;
 	}
-	return in_types ? key | META_KEY_DEBUG_TYPES : key;
+	return (in_types ? key | META_KEY_DEBUG_TYPES : key) | split;
 }
 
 uint64_t meta_ref_key(const struct meta_builder *b, Dwarf_Attribute *a)

@@ -4,7 +4,61 @@
 #include <stdlib.h>
 
 #include "meta/dwarf_walk.h"
+#include "meta/dwp.h"
 #include "meta/expr.h"
+
+struct range_sink {
+	struct meta_builder *b;
+	uint32_t *count;
+	uint64_t *low, *high;
+};
+
+static int sink_range(void *arg, uint64_t lo, uint64_t hi)
+{
+	struct range_sink *k = arg;
+	struct meta_model *m = k->b->m;
+	if (hi <= lo || !meta_code_is_live(m, lo, hi))
+		return 0;
+	struct meta_range r = { lo, hi };
+	if (META_PUSH(m->ranges, m->nranges, k->b->cap_ranges, r))
+		return meta_walk_oom(k->b);
+	(*k->count)++;
+	if (lo < *k->low)
+		*k->low = lo;
+	if (hi > *k->high)
+		*k->high = hi;
+	return 0;
+}
+
+/* DW_AT_ranges of a DIE in a split unit from a .dwp package: read here,
+ * since libdw does not know the unit's base address (its skeleton's). */
+static int package_ranges(struct meta_builder *b, Dwarf_Die *die, uint32_t *first, uint32_t *count,
+			  uint64_t *low, uint64_t *high)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word off = 0;
+	struct range_sink k = { b, count, low, high };
+	int is_index = 0, ok = dwarf_attr(die, DW_AT_ranges, &a) != NULL;
+	if (ok && dwarf_whatform(&a) == DW_FORM_rnglistx) { /* its index, not libdw's offset */
+		is_index = 1;
+		const unsigned char *q = a.valp;
+		for (int shift = 0; shift < 64; shift += 7, q++) {
+			off |= (Dwarf_Word)(*q & 0x7f) << shift;
+			if (!(*q & 0x80))
+				break;
+		}
+	} else if (ok) {
+		ok = dwarf_formudata(&a, &off) == 0;
+	}
+	if (!ok || meta_dwp_ranges(b->m->dwp, b->cur_dwp_unit, is_index, off, b->cur_dwp_base, sink_range, &k) != 0) {
+		if (b->oom)
+			return -1;
+		meta_warn(b->m, "%s: DIE 0x%llx: unreadable range list in a .dwp unit", b->m->path,
+			  (unsigned long long)dwarf_dieoffset(die));
+	}
+	(void)first;
+	return (int)*count;
+}
 
 int meta_push_ranges(struct meta_builder *b, Dwarf_Die *die, const struct attrs *t,
 		     uint32_t *first, uint32_t *count, uint64_t *low, uint64_t *high)
@@ -16,7 +70,7 @@ int meta_push_ranges(struct meta_builder *b, Dwarf_Die *die, const struct attrs 
 	*high = 0;
 	if (t->has_low && t->has_high && !t->has_ranges) {
 		struct meta_range r = { t->low_pc, t->high_is_size ? t->low_pc + t->high_pc : t->high_pc };
-		if (r.hi <= r.lo)
+		if (r.hi <= r.lo || !meta_code_is_live(m, r.lo, r.hi))
 			return 0;
 		if (META_PUSH(m->ranges, m->nranges, b->cap_ranges, r))
 			return meta_walk_oom(b);
@@ -27,10 +81,12 @@ int meta_push_ranges(struct meta_builder *b, Dwarf_Die *die, const struct attrs 
 	}
 	if (!t->has_ranges && !t->has_low)
 		return 0;
+	if (b->cur_dwp_unit && t->has_ranges)
+		return package_ranges(b, die, first, count, low, high);
 	Dwarf_Addr base, lo, hi;
 	ptrdiff_t off = 0;
 	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
-		if (hi <= lo)
+		if (hi <= lo || !meta_code_is_live(m, lo, hi))
 			continue;
 		struct meta_range r = { lo, hi };
 		if (META_PUSH(m->ranges, m->nranges, b->cap_ranges, r))
@@ -102,11 +158,29 @@ int meta_add_var(struct meta_builder *b, Dwarf_Die *die, int tag, struct attrs *
 {
 	(void)die;
 	struct meta_model *m = b->m;
+	uint64_t ooff = 0;
+	if (t->has_origin && meta_note_origin(b, ctx, &t->origin, &ooff))
+		return -1;
 	if (t->declaration && !t->has_location)
 		return 0;
-	meta_inherit(t);
+	/* name and type from the abstract origin: cached when the enclosing
+	 * scope is a concrete copy, else read through libdw */
+	const struct attrs *o = ooff && ctx.origin != META_NONE ? meta_origin_child_attrs(b, ctx.origin, ooff) : NULL;
+	if (o && (t->name || o->name) && (t->has_type || o->has_type)) {
+		if (!t->name)
+			t->name = o->name;
+		if (!t->has_type) {
+			t->type = o->type;
+			t->has_type = 1;
+		}
+		t->external |= o->external;
+	} else {
+		meta_inherit(t);
+	}
 	uint64_t addr = 0;
 	int is_static = t->has_location && static_address(m, &t->location, &addr);
+	if (is_static && !meta_data_is_live(m, addr))
+		return 0; /* a discarded copy's variable, at the linker's tombstone */
 	if (is_static && t->name && add_global(b, t, addr))
 		return -1;
 	if (ctx.function == META_NONE)
@@ -142,7 +216,7 @@ int meta_add_function(struct meta_builder *b, Dwarf_Die *die, struct attrs *t, s
 				   .has_frame_base = t->has_frame_base, .frame_base = t->frame_base };
 	if (meta_push_ranges(b, die, t, &f.range_first, &f.range_count, &f.low, &f.high) < 0)
 		return -1;
-	struct walk_ctx inner = { .function = META_NONE, .depth = ctx.depth + 1 };
+	struct walk_ctx inner = { .function = META_NONE, .depth = ctx.depth + 1, .origin = META_NONE };
 	if (f.range_count) {
 		f.var_first = (uint32_t)m->nvars;
 		inner.function = (uint32_t)m->nfunctions;
@@ -151,12 +225,17 @@ int meta_add_function(struct meta_builder *b, Dwarf_Die *die, struct attrs *t, s
 		if (META_PUSH(m->functions, m->nfunctions, b->cap_functions, f))
 			return meta_walk_oom(b);
 	}
-	if (!dwarf_haschildren(die))
+	uint32_t origin = META_NONE;
+	if (f.range_count && t->has_origin && meta_origin_index(b, &t->origin, ctx.depth + 1, &origin))
+		return -1;
+	if (!dwarf_haschildren(die) && origin == META_NONE)
 		return 0;
 	struct deferred later = { 0 };
 	inner.later = &later;
-	int rc = meta_walk_children(b, die, inner);
-	struct walk_ctx outer = { .function = META_NONE, .depth = ctx.depth };
+	/* an out-of-line instance of an inline function, or a part split off
+	 * one (foo.part.0), has the variables of its abstract origin */
+	int rc = f.range_count ? meta_walk_concrete(b, die, t, origin, inner) : meta_walk_children(b, die, inner);
+	struct walk_ctx outer = { .function = META_NONE, .depth = ctx.depth, .origin = META_NONE };
 	for (size_t i = 0; !rc && i < later.n; i++)
 		rc = meta_walk_die(b, &later.v[i], outer);
 	free(later.v);

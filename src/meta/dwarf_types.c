@@ -66,9 +66,18 @@ static int member_of(struct meta_builder *b, Dwarf_Die *c, int ptag, struct pend
 		if (tag == DW_TAG_inheritance) {
 			meta_read_attrs(c, &t);
 			mm.is_base = 1;
+			if (t.is_virtual || t.has_vtable_offset) {
+				/* no fixed offset: it is read from the vtable */
+				mm.is_virtual = 1;
+				mm.value = (uint64_t)(t.has_vtable_offset ? t.vtable_offset : 0);
+				if (!t.has_vtable_offset)
+					meta_warn(b->m, "%s: DIE 0x%llx: virtual base class whose vtable entry we do not understand",
+						  b->m->path, (unsigned long long)dwarf_dieoffset(c));
+				return pend(p, mm, t.has_type ? meta_ref_key(b, &t.type) : 0) ? -1 : 0;
+			}
 			mm.value = (t.has_member_loc ? t.member_loc : 0) * 8;
 			if (t.bad)
-				meta_warn(b->m, "%s: DIE 0x%llx: base class at a computed (virtual) offset; 0 assumed",
+				meta_warn(b->m, "%s: DIE 0x%llx: base class at a computed offset we do not understand; 0 assumed",
 					  b->m->path, (unsigned long long)dwarf_dieoffset(c));
 			return pend(p, mm, t.has_type ? meta_ref_key(b, &t.type) : 0) ? -1 : 0;
 		}

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "meta/dwarf_walk.h"
+#include "meta/dwp.h"
 
 int meta_walk_oom(struct meta_builder *b)
 {
@@ -21,9 +22,11 @@ int meta_walk_oom(struct meta_builder *b)
 
 int meta_next_sibling(Dwarf_Die *die)
 {
-	Dwarf_Off here = dwarf_dieoffset(die);
+	/* siblings lie in one unit's buffer: their addresses compare as their
+	 * offsets do, without two calls into libdw per DIE */
+	const unsigned char *here = die->addr;
 	int rc = dwarf_siblingof(die, die);
-	if (rc == 0 && dwarf_dieoffset(die) <= here)
+	if (rc == 0 && (const unsigned char *)die->addr <= here)
 		return -1;
 	return rc;
 }
@@ -53,22 +56,35 @@ int meta_walk_die(struct meta_builder *b, Dwarf_Die *die, struct walk_ctx ctx)
 		return meta_add_function(b, die, &t, ctx);
 	case DW_TAG_lexical_block:
 	case DW_TAG_inlined_subroutine: {
-		if (!dwarf_haschildren(die))
-			return 0;
 		struct walk_ctx inner = ctx;
 		inner.depth++;
-		if (ctx.function != META_NONE) {
-			meta_read_attrs(die, &t);
-			uint64_t lo, hi;
-			uint32_t first, count;
-			if (meta_push_ranges(b, die, &t, &first, &count, &lo, &hi) < 0)
-				return -1;
-			if (count) {
-				inner.scope_first = first;
-				inner.scope_count = count;
-			}
+		inner.seen = NULL;
+		if (ctx.function == META_NONE)
+			return dwarf_haschildren(die) ? meta_walk_children(b, die, inner) : 0;
+		int kids = dwarf_haschildren(die);
+		Dwarf_Attribute oa;
+		int has_origin = dwarf_attr(die, DW_AT_abstract_origin, &oa) != NULL;
+		if (!kids && !has_origin)
+			return 0;
+		uint32_t origin = META_NONE;
+		uint64_t ooff;
+		/* a block stands for a block of the enclosing scope's origin; an
+		 * inlined call's origin is a function */
+		if (has_origin && ((tag == DW_TAG_lexical_block && meta_note_origin(b, ctx, &oa, &ooff)) ||
+				   meta_origin_index(b, &oa, ctx.depth + 1, &origin)))
+			return -1;
+		if (!kids && (origin == META_NONE || !b->origin_count[origin]))
+			return 0; /* nothing of its own, nothing to inherit */
+		meta_read_attrs(die, &t);
+		uint64_t lo, hi;
+		uint32_t first, count;
+		if (meta_push_ranges(b, die, &t, &first, &count, &lo, &hi) < 0)
+			return -1;
+		if (count) {
+			inner.scope_first = first;
+			inner.scope_count = count;
 		}
-		return meta_walk_children(b, die, inner);
+		return meta_walk_concrete(b, die, &t, origin, inner);
 	}
 	case DW_TAG_namespace:
 	case DW_TAG_module: {
@@ -94,6 +110,143 @@ int meta_walk_die(struct meta_builder *b, Dwarf_Die *die, struct walk_ctx ctx)
 	}
 }
 
+int meta_note_origin(struct meta_builder *b, struct walk_ctx ctx, Dwarf_Attribute *origin, uint64_t *off)
+{
+	*off = 0;
+	if (!ctx.seen && ctx.origin == META_NONE)
+		return 0;
+	Dwarf_Die d;
+	if (!dwarf_formref_die(origin, &d))
+		return 0;
+	*off = dwarf_dieoffset(&d);
+	if (ctx.seen && META_PUSH(ctx.seen->v, ctx.seen->n, ctx.seen->cap, *off))
+		return meta_walk_oom(b);
+	return 0;
+}
+
+static int was_seen(const struct seen_origins *s, uint64_t off)
+{
+	for (size_t i = 0; s && i < s->n; i++)
+		if (s->v[i] == off)
+			return 1;
+	return 0;
+}
+
+/* A child of an abstract origin, flattened in DIE order: a formal or local
+ * with its attributes, or a block followed by its `inner` descendants. */
+struct meta_origin_child {
+	uint64_t off;
+	int tag;
+	uint32_t inner;
+	struct attrs t;
+};
+
+void meta_walk_free(struct meta_builder *b)
+{
+	free(b->splits);
+	meta_u64map_free(&b->origins);
+	free(b->origin_first);
+	free(b->origin_count);
+	free(b->origin_children);
+}
+
+/* Appends the formals, locals and blocks under abstract DIE PARENT. */
+static int read_origin(struct meta_builder *b, Dwarf_Die *parent, int depth)
+{
+	if (depth > META_MAX_DEPTH)
+		return 0;
+	Dwarf_Die c;
+	int rc = dwarf_child(parent, &c);
+	while (rc == 0) {
+		int tag = dwarf_tag(&c);
+		if (tag == DW_TAG_variable || tag == DW_TAG_formal_parameter || tag == DW_TAG_lexical_block) {
+			struct meta_origin_child oc = { .off = dwarf_dieoffset(&c), .tag = tag };
+			if (tag != DW_TAG_lexical_block)
+				meta_read_attrs(&c, &oc.t);
+			size_t at = b->norigin_children;
+			if (META_PUSH(b->origin_children, b->norigin_children, b->cap_origin_children, oc))
+				return meta_walk_oom(b);
+			if (tag == DW_TAG_lexical_block && dwarf_haschildren(&c)) {
+				if (read_origin(b, &c, depth + 1))
+					return -1;
+				b->origin_children[at].inner = (uint32_t)(b->norigin_children - at - 1);
+			}
+		}
+		rc = meta_next_sibling(&c);
+	}
+	return 0;
+}
+
+/* The children of abstract DIE ORIGIN that SEEN does not name: formals and
+ * locals are added, and blocks with no concrete counterpart (they have no
+ * PC range of their own) are looked through, as gdb does. */
+static int inherit_abstract(struct meta_builder *b, uint32_t idx, const struct seen_origins *seen,
+			    struct walk_ctx ctx)
+{
+	uint32_t end = b->origin_first[idx] + b->origin_count[idx];
+	for (uint32_t i = b->origin_first[idx]; i < end; i++) {
+		const struct meta_origin_child *oc = &b->origin_children[i];
+		if (was_seen(seen, oc->off)) {
+			if (oc->tag == DW_TAG_lexical_block)
+				i += oc->inner; /* its concrete block inherits for itself */
+			continue;
+		}
+		if (oc->tag == DW_TAG_lexical_block)
+			continue; /* no concrete block: its variables belong to this scope */
+		struct attrs t = oc->t; /* meta_add_var completes it */
+		if (meta_add_var(b, NULL, oc->tag, &t, ctx))
+			return -1;
+	}
+	return 0;
+}
+
+const struct attrs *meta_origin_child_attrs(const struct meta_builder *b, uint32_t origin, uint64_t off)
+{
+	uint32_t end = b->origin_first[origin] + b->origin_count[origin];
+	for (uint32_t i = b->origin_first[origin]; i < end; i++)
+		if (b->origin_children[i].off == off)
+			return b->origin_children[i].tag == DW_TAG_lexical_block ? NULL : &b->origin_children[i].t;
+	return NULL;
+}
+
+int meta_origin_index(struct meta_builder *b, Dwarf_Attribute *origin, int depth, uint32_t *idx)
+{
+	Dwarf_Die o;
+	*idx = META_NONE;
+	if (!dwarf_formref_die(origin, &o))
+		return 0;
+	uint64_t key = dwarf_dieoffset(&o);
+	*idx = meta_u64map_get(&b->origins, key);
+	if (*idx != META_NONE)
+		return 0;
+	uint32_t first = (uint32_t)b->norigin_children;
+	*idx = (uint32_t)b->norigins;
+	if (read_origin(b, &o, depth) ||
+	    META_PUSH(b->origin_first, b->norigins, b->cap_origin_first, first) ||
+	    meta_grow((void **)&b->origin_count, &b->cap_origin_count, b->norigins, sizeof *b->origin_count) ||
+	    meta_u64map_put(&b->origins, key, *idx))
+		return meta_walk_oom(b);
+	b->origin_count[*idx] = (uint32_t)b->norigin_children - first;
+	return 0;
+}
+
+int meta_walk_concrete(struct meta_builder *b, Dwarf_Die *die, struct attrs *t, uint32_t origin,
+		       struct walk_ctx ctx)
+{
+	struct seen_origins seen = { 0 };
+	ctx.seen = origin != META_NONE ? &seen : NULL;
+	if (origin != META_NONE)
+		ctx.origin = origin;
+	int rc = dwarf_haschildren(die) ? meta_walk_children(b, die, ctx) : 0;
+	ctx.seen = NULL;
+	ctx.origin = META_NONE;
+	(void)t;
+	if (!rc && origin != META_NONE && b->origin_count[origin])
+		rc = inherit_abstract(b, origin, &seen, ctx);
+	free(seen.v);
+	return rc;
+}
+
 int meta_walk_children(struct meta_builder *b, Dwarf_Die *parent, struct walk_ctx ctx)
 {
 	Dwarf_Die c;
@@ -107,6 +260,71 @@ int meta_walk_children(struct meta_builder *b, Dwarf_Die *parent, struct walk_ct
 		meta_warn(b->m, "%s: DIE 0x%llx: corrupt children list: %s", b->m->path,
 			  (unsigned long long)dwarf_dieoffset(parent), dwarf_errmsg(-1));
 	return 0;
+}
+
+/* Offset attribute NAME (or GNU_NAME) of DIE, 0 when absent. */
+static uint64_t base_attr(Dwarf_Die *die, int name, int gnu_name)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word v;
+	if ((dwarf_attr(die, name, &a) || dwarf_attr(die, gnu_name, &a)) && dwarf_formudata(&a, &v) == 0)
+		return v;
+	return 0;
+}
+
+/* The split unit of SKELETON from the package BINARY.dwp (libdw only looks
+ * for .dwo files): 1 found, in *SPLIT. */
+static int from_package(struct meta_builder *b, Dwarf_Die *skeleton, Dwarf_Die *split)
+{
+	struct meta_model *m = b->m;
+	if (!m->dwp_tried) {
+		m->dwp_tried = 1;
+		char path[4096];
+		if ((size_t)snprintf(path, sizeof path, "%s.dwp", m->path) < sizeof path)
+			meta_dwp_open(m->dirfd, path, &m->dwp);
+	}
+	uint64_t dwo_id;
+	if (!m->dwp || dwarf_cu_info(skeleton->cu, NULL, NULL, NULL, NULL, &dwo_id, NULL, NULL) != 0)
+		return 0;
+	uint64_t addr_base = base_attr(skeleton, DW_AT_addr_base, DW_AT_GNU_addr_base);
+	uint64_t ranges_base = base_attr(skeleton, DW_AT_rnglists_base, DW_AT_GNU_ranges_base);
+	if (addr_base > m->raw_addr_size || ranges_base > m->raw_ranges_size)
+		return 0;
+	Dwarf *d = meta_dwp_unit(m->dwp, dwo_id, m->raw_addr ? m->raw_addr + addr_base : NULL,
+				 m->raw_addr_size - addr_base, m->raw_ranges ? m->raw_ranges + ranges_base : NULL,
+				 m->raw_ranges_size - ranges_base);
+	Dwarf_CU *cu = NULL;
+	Dwarf_Half version;
+	uint8_t unit_type;
+	Dwarf_Addr base;
+	if (!d || dwarf_get_units(d, NULL, &cu, &version, &unit_type, split, NULL) != 0 ||
+	    dwarf_tag(split) != DW_TAG_compile_unit)
+		return 0;
+	b->cur_dwp_unit = d;
+	b->cur_dwp_base = dwarf_lowpc(skeleton, &base) == 0 ? base : 0;
+	return 1;
+}
+
+/* The split unit of SKELETON in *SPLIT: 1 found, 0 not (with a warning). */
+static int split_unit(struct meta_builder *b, Dwarf_Die *skeleton, Dwarf_Die *split)
+{
+	struct meta_model *m = b->m;
+	if ((!split->addr || dwarf_tag(split) != DW_TAG_compile_unit) && !from_package(b, skeleton, split)) {
+		Dwarf_Attribute a;
+		const char *dwo = dwarf_formstring(dwarf_attr(skeleton, DW_AT_dwo_name, &a));
+		if (!dwo)
+			dwo = dwarf_formstring(dwarf_attr(skeleton, DW_AT_GNU_dwo_name, &a));
+		meta_warn(m, "%s: split DWARF file %s not found; its unit is skipped", m->path, dwo ? dwo : "?");
+		return 0;
+	}
+	Dwarf *file = dwarf_cu_getdwarf(split->cu);
+	size_t i = 0;
+	while (i < b->nsplits && b->splits[i] != file)
+		i++;
+	if (i == b->nsplits && META_PUSH(b->splits, b->nsplits, b->cap_splits, file))
+		return meta_walk_oom(b);
+	b->cur_split = (uint64_t)(i + 1) << META_KEY_SPLIT_SHIFT;
+	return 1;
 }
 
 /* Reserves room in proportion to .debug_info (ratios seen in GCC output), so
@@ -136,6 +354,19 @@ int meta_walk_dwarf(struct meta_builder *b)
 	Dwarf_Half version;
 	int rc;
 	while ((rc = dwarf_get_units(m->dwarf, cu, &cu, &version, &unit_type, &cudie, &subdie)) == 0) {
+		b->cur_split = 0;
+		b->cur_dwp_unit = NULL;
+		if (unit_type == DW_UT_skeleton) {
+			/* -gsplit-dwarf: the unit's DIEs are in its .dwo file,
+			 * which libdw finds by DW_AT_dwo_name (or DW_AT_GNU_dwo_name
+			 * in DWARF 4) under DW_AT_comp_dir or the binary's directory */
+			int split = split_unit(b, &cudie, &subdie);
+			if (split < 0)
+				return -1;
+			if (!split)
+				continue;
+			cudie = subdie;
+		}
 		Dwarf_Attribute pa;
 		int lang = dwarf_srclang(&cudie);
 		struct meta_cu u = {
@@ -155,7 +386,7 @@ int meta_walk_dwarf(struct meta_builder *b)
 				  (unsigned long long)dwarf_dieoffset(&cudie), tag);
 			continue;
 		}
-		struct walk_ctx ctx = { .function = META_NONE };
+		struct walk_ctx ctx = { .function = META_NONE, .origin = META_NONE };
 		if (dwarf_haschildren(&cudie) && meta_walk_children(b, &cudie, ctx))
 			return -1;
 	}

@@ -14,24 +14,32 @@
 
 /* The attributes of one DIE we care about, read in one dwarf_getattrs pass. */
 struct attrs {
+	/* Zeroed before each read (meta_read_attrs): the flags, and the
+	 * fields read without a flag. */
 	const char *name;
-	Dwarf_Attribute type, location, frame_base, origin, spec, signature;
-	Dwarf_Word byte_size, bit_size, data_bit_offset, member_loc;
-	Dwarf_Sword bit_offset; /* negative when a packed bitfield spills over */
-	Dwarf_Word upper_bound, count, encoding, const_value;
-	Dwarf_Sword lower_bound;
-	Dwarf_Addr low_pc, high_pc;
+	Dwarf_Word encoding, const_value;
 	unsigned has_type : 1, has_location : 1, has_frame_base : 1, has_origin : 1,
 		has_spec : 1, has_signature : 1, has_byte_size : 1, has_bit_size : 1, has_bit_offset : 1,
 		has_data_bit_offset : 1, has_member_loc : 1, has_upper : 1, has_count : 1,
 		has_lower : 1, has_const : 1, has_low : 1, has_high : 1, high_is_size : 1,
-		has_ranges : 1, declaration : 1, external : 1, bad : 1;
+		has_ranges : 1, declaration : 1, external : 1, bad : 1, is_virtual : 1,
+		has_vtable_offset : 1;
+	/* Meaningful only when their flag is set. */
+	Dwarf_Attribute type, location, frame_base, origin, spec, signature;
+	Dwarf_Word byte_size, bit_size, data_bit_offset, member_loc;
+	Dwarf_Sword bit_offset; /* negative when a packed bitfield spills over */
+	Dwarf_Word upper_bound, count;
+	Dwarf_Sword lower_bound;
+	Dwarf_Sword vtable_offset; /* virtual base: where its offset is in the vtable */
+	Dwarf_Addr low_pc, high_pc;
 };
 
 void meta_read_attrs(Dwarf_Die *die, struct attrs *t);
 /* A DIE's key: its offset + 1, with META_KEY_DEBUG_TYPES set for DWARF 4
  * .debug_types units, whose offsets overlap those of .debug_info. */
 #define META_KEY_DEBUG_TYPES ((uint64_t)1 << 62)
+/* ... and the number of their split DWARF file (.dwo) from this bit up. */
+#define META_KEY_SPLIT_SHIFT 40
 uint64_t meta_die_key(const struct meta_builder *b, Dwarf_Die *d);
 /* Key of the DIE attribute A refers to; 0 when it cannot be read. */
 uint64_t meta_ref_key(const struct meta_builder *b, Dwarf_Attribute *a);
@@ -44,12 +52,35 @@ void meta_inherit(struct attrs *t);
  * function's variables stay contiguous. */
 struct deferred { Dwarf_Die *v; size_t n, cap; };
 
+/* DIE offsets of the abstract-origin DIEs that the children of a concrete
+ * scope (an out-of-line instance, an inlined call, a block of either) stand
+ * for: the origin's other children exist only in the abstract tree. */
+struct seen_origins { uint64_t *v; size_t n, cap; };
+
 struct walk_ctx {
 	uint32_t function;          /* META_NONE outside a function */
 	uint32_t scope_first, scope_count;
 	int depth;
 	struct deferred *later;     /* nested functions of the current function */
+	struct seen_origins *seen;  /* of the enclosing concrete scope, or NULL */
+	uint32_t origin;            /* cached abstract origin of the enclosing
+	                               concrete scope (META_NONE: none) */
 };
+
+/* Records that a child of the current concrete scope stands for the DIE
+ * ORIGIN refers to, whose offset goes to *OFF (0 when unreadable). */
+int meta_note_origin(struct meta_builder *b, struct walk_ctx ctx, Dwarf_Attribute *origin, uint64_t *off);
+/* The attributes of the formal or local at offset OFF among the cached
+ * children of abstract origin ORIGIN, or NULL. */
+const struct attrs *meta_origin_child_attrs(const struct meta_builder *b, uint32_t origin, uint64_t off);
+/* Walks the children of concrete scope DIE (with attributes T) in CTX, then
+ * adds the formals and locals of its abstract origin that no child stands
+ * for (gdb does the same): they have no location, or the origin's. */
+int meta_walk_concrete(struct meta_builder *b, Dwarf_Die *die, struct attrs *t, uint32_t origin,
+		       struct walk_ctx ctx);
+/* The cached children of the abstract origin ORIGIN refers to, read on first
+ * use: *IDX indexes b->origin_first/origin_count (META_NONE if unreadable). */
+int meta_origin_index(struct meta_builder *b, Dwarf_Attribute *origin, int depth, uint32_t *idx);
 
 int meta_walk_oom(struct meta_builder *b);
 /* dwarf_siblingof that refuses to go backwards (a corrupt DW_AT_sibling

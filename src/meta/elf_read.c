@@ -51,6 +51,25 @@ static int read_symtab(struct meta_model *m, Elf_Scn *scn, GElf_Shdr *sh, struct
 	return 0;
 }
 
+static int read_segments(struct meta_model *m, struct meta_err *err)
+{
+	size_t phnum, cap = 0;
+	if (elf_getphdrnum(m->elf, &phnum) != 0)
+		return 0; /* no program headers: an object file */
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(m->elf, (int)i, &ph) || ph.p_type != PT_LOAD || !ph.p_memsz ||
+		    ph.p_vaddr > UINT64_MAX - ph.p_memsz)
+			continue;
+		struct meta_segment g = { ph.p_vaddr, ph.p_vaddr + ph.p_memsz, (ph.p_flags & PF_X) != 0 };
+		if (META_PUSH(m->segments, m->nsegments, cap, g)) {
+			meta_set_err(err, "%s: out of memory", m->path);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int meta_read_elf(struct meta_model *m, struct meta_err *err)
 {
 	GElf_Ehdr eh;
@@ -58,6 +77,8 @@ int meta_read_elf(struct meta_model *m, struct meta_err *err)
 	m->elf_class = gelf_getclass(m->elf);
 	m->machine = eh.e_machine;
 	m->addr_size = eh.e_ident[EI_DATA] != ELFDATA2LSB ? 0 : m->elf_class == ELFCLASS32 ? 4 : 8;
+	if (read_segments(m, err))
+		return -1;
 	size_t shstrndx;
 	if (elf_getshdrstrndx(m->elf, &shstrndx) != 0) {
 		meta_set_err(err, "%s: corrupt section name table index: %s", m->path, elf_errmsg(-1));

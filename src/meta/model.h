@@ -16,7 +16,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define META_NONE UINT32_MAX /* "no type" (void) or "no index" */
+#define META_NONE UINT32_MAX
+
+struct meta_dwp; /* "no type" (void) or "no index" */
 
 enum meta_kind {
 	META_BASE, META_POINTER, META_STRUCT, META_UNION, META_CLASS, META_ENUM,
@@ -29,6 +31,8 @@ enum {
 	META_T_DECLARATION = 1, /* incomplete: `struct foo;` */
 	META_T_VARARGS = 2,     /* function type with `...` */
 	META_T_HAS_SIZE = 4,    /* size known */
+	META_T_UNSIGNED = 8,    /* enum whose underlying type is unsigned: its
+	                           enumerators' values are unsigned */
 };
 
 /* A member of a struct/union/class, an enumerator, a function parameter or an
@@ -38,7 +42,11 @@ struct meta_member {
 	uint32_t type;        /* member/param type, META_NONE otherwise */
 	uint32_t bit_size : 24; /* bitfield width, 0 when not a bitfield */
 	uint32_t is_base : 1; /* a C++ base class subobject (DW_TAG_inheritance) */
-	uint64_t value;       /* struct: offset in bits from the start;
+	uint32_t is_virtual : 1; /* a virtual base: no fixed offset */
+	uint64_t value;       /* struct: offset in bits from the start (a virtual
+	                         base: the byte offset, from the vtable's address
+	                         point, of the vtable entry that holds its offset:
+	                         an int64_t, e.g. -24; 0 when unknown);
 	                         enum: value (signedness per enum); array: count */
 };
 
@@ -125,6 +133,12 @@ struct meta_section {
 	int exec;
 };
 
+/* A PT_LOAD segment: [lo, hi) in memory. */
+struct meta_segment {
+	uint64_t lo, hi;
+	int exec;
+};
+
 struct meta_model {
 	char *path;
 	/* Identity of the file the model was built from, for caches that keep
@@ -136,13 +150,22 @@ struct meta_model {
 	char *debug_path;     /* separate debug file, or NULL */
 	int fd, debug_fd;
 	Elf *elf, *debug_elf;
-	Dwarf *dwarf;         /* NULL when the binary has no DWARF */
+	int dirfd;            /* what relative paths resolve against */
+	Dwarf *dwarf;         /* NULL when the binary has no (readable) DWARF */
+	char dwarf_error[512]; /* why the DWARF could not be read; "" when it was,
+	                          or when there is none */
 	uint64_t debug_info_size;
 	uint64_t debug_file_size; /* of the separate debug file, when there is one */
 	Dwarf_CFI *eh_cfi, *debug_cfi;
 	/* raw .debug_loc / .debug_loclists bytes (NULL if absent or compressed) */
 	const unsigned char *raw_loc, *raw_loclists;
 	size_t raw_loc_size, raw_loclists_size;
+	/* raw .debug_addr and .debug_ranges, which split units of a .dwp
+	 * package index into */
+	const unsigned char *raw_addr, *raw_ranges;
+	size_t raw_addr_size, raw_ranges_size;
+	struct meta_dwp *dwp; /* BINARY.dwp, once a split unit was looked up there */
+	int dwp_tried;
 	int elf_class;
 	int addr_size;        /* 8 or 4; 0 for big-endian (raw decoding off) */
 	uint16_t machine;
@@ -158,6 +181,7 @@ struct meta_model {
 	struct meta_global *globals; size_t nglobals;
 	struct meta_symbol *symbols; size_t nsymbols; /* sorted by address */
 	struct meta_section *sections; size_t nsections;
+	struct meta_segment *segments; size_t nsegments; /* none in a relocatable object */
 	struct meta_cu *cus;         size_t ncus;
 	struct { double open_s, walk_s, resolve_s, dedup_s; } timing; /* phases of the build */
 	size_t nwarnings;
@@ -201,6 +225,13 @@ const char *meta_kind_name(enum meta_kind k);
 long meta_symbol_at_or_below(const struct meta_model *m, uint64_t addr);
 /* Index of the symbol covering ADDR (FUNC symbols preferred), or -1. */
 long meta_symbol_at(const struct meta_model *m, uint64_t addr);
+/* Whether code at [LO, HI) or data at [LO, LO + 1) can be real: not a
+ * tombstone the linker left for a discarded copy (0, -1, -2: DWARF keeps
+ * describing COMDAT copies and dead sections it dropped) and inside one
+ * loaded segment (an executable one for code). Always true in an object
+ * file, which has no segments. */
+int meta_code_is_live(const struct meta_model *m, uint64_t lo, uint64_t hi);
+int meta_data_is_live(const struct meta_model *m, uint64_t addr);
 /* Whether some FUNC/OBJECT/NOTYPE symbol has exactly this address. */
 int meta_symbol_has_addr(const struct meta_model *m, uint64_t addr);
 

@@ -11,6 +11,57 @@
 
 #include "meta/build.h"
 #include "meta/debugfile.h"
+#include "meta/dwp.h"
+
+/* Whether [OFF, OFF + COUNT * ENTSIZE) reaches past SIZE (overflow included). */
+static int beyond(uint64_t off, uint64_t count, uint64_t entsize, uint64_t size)
+{
+	if (entsize && count > UINT64_MAX / entsize)
+		return 1;
+	uint64_t len = count * entsize;
+	return off > size || len > size - off;
+}
+
+/* A file cut short (a copy interrupted, a download stopped) still parses as
+ * ELF, but its tables or sections end past the end of the file: reading it
+ * would give silently wrong answers (no sections: no syscalls, no DWARF), so
+ * it is an error naming what is missing. */
+static int check_truncation(Elf *elf, const GElf_Ehdr *eh, const char *path, uint64_t size,
+			    struct meta_err *err)
+{
+	if (eh->e_phoff && beyond(eh->e_phoff, eh->e_phnum, eh->e_phentsize, size)) {
+		meta_set_err(err, "%s: truncated: the program header table (offset %llu, %u entries) "
+			     "ends beyond the end of the file (%llu bytes)", path,
+			     (unsigned long long)eh->e_phoff, (unsigned)eh->e_phnum, (unsigned long long)size);
+		return -1;
+	}
+	/* e_shnum 0 with a table means more than 0xff00 sections, counted in
+	 * entry 0: that entry must be there at least. */
+	uint64_t shnum = eh->e_shnum ? eh->e_shnum : 1;
+	if (eh->e_shoff && beyond(eh->e_shoff, shnum, eh->e_shentsize, size)) {
+		meta_set_err(err, "%s: truncated: the section header table (offset %llu, %llu entries) "
+			     "ends beyond the end of the file (%llu bytes)", path,
+			     (unsigned long long)eh->e_shoff, (unsigned long long)shnum, (unsigned long long)size);
+		return -1;
+	}
+	size_t shstrndx;
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		shstrndx = 0;
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !sh.sh_size ||
+		    !beyond(sh.sh_offset, 1, sh.sh_size, size))
+			continue;
+		/* the name may itself lie in a truncated string table */
+		const char *name = shstrndx ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+		meta_set_err(err, "%s: truncated: section %s (offset %llu, %llu bytes) ends beyond "
+			     "the end of the file (%llu bytes)", path, name ? name : "?",
+			     (unsigned long long)sh.sh_offset, (unsigned long long)sh.sh_size,
+			     (unsigned long long)size);
+		return -1;
+	}
+	return 0;
+}
 
 static int open_elf(int dirfd, const char *path, int *fd, Elf **elf, struct stat *stp, struct meta_err *err)
 {
@@ -44,6 +95,8 @@ static int open_elf(int dirfd, const char *path, int *fd, Elf **elf, struct stat
 		meta_set_err(err, "%s: corrupt ELF header: %s", path, elf_errmsg(-1));
 		return -1;
 	}
+	if (check_truncation(*elf, &eh, path, (uint64_t)st.st_size, err))
+		return -1;
 	size_t shnum;
 	if (elf_getshdrnum(*elf, &shnum) != 0) {
 		meta_set_err(err, "%s: corrupt section header table: %s", path, elf_errmsg(-1));
@@ -69,7 +122,8 @@ static uint64_t debug_info_size(Elf *elf)
 	return 0;
 }
 
-/* Raw bytes of the location-list sections, for the fast reader in expr.c. */
+/* Raw bytes of the location-list sections, for the fast reader in expr.c,
+ * and of the sections split units in a .dwp package index into. */
 static void find_loclists(struct meta_model *m, Elf *elf)
 {
 	size_t shstrndx;
@@ -80,19 +134,19 @@ static void find_loclists(struct meta_model *m, Elf *elf)
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || (sh.sh_flags & SHF_COMPRESSED))
 			continue;
 		const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
-		int is_loc = name && !strcmp(name, ".debug_loc");
-		if (!is_loc && !(name && !strcmp(name, ".debug_loclists")))
+		if (!name)
 			continue;
-		Elf_Data *d = elf_rawdata(scn, NULL);
+		const unsigned char **data = !strcmp(name, ".debug_loc") ? &m->raw_loc :
+					     !strcmp(name, ".debug_loclists") ? &m->raw_loclists :
+					     !strcmp(name, ".debug_addr") ? &m->raw_addr :
+					     !strcmp(name, ".debug_ranges") ? &m->raw_ranges : NULL;
+		size_t *size = data == &m->raw_loc ? &m->raw_loc_size : data == &m->raw_loclists ?
+			       &m->raw_loclists_size : data == &m->raw_addr ? &m->raw_addr_size : &m->raw_ranges_size;
+		Elf_Data *d = data ? elf_rawdata(scn, NULL) : NULL;
 		if (!d || !d->d_buf)
 			continue;
-		if (is_loc) {
-			m->raw_loc = d->d_buf;
-			m->raw_loc_size = d->d_size;
-		} else {
-			m->raw_loclists = d->d_buf;
-			m->raw_loclists_size = d->d_size;
-		}
+		*data = d->d_buf;
+		*size = d->d_size;
 	}
 }
 
@@ -103,8 +157,13 @@ static int open_dwarf(struct meta_model *m, int dirfd, const char *debug_root, s
 	char dpath[4096];
 	if (!debug_info_size(m->elf) && meta_find_debugfile(m->elf, dirfd, m->path, debug_root, dpath, sizeof dpath) == 0) {
 		struct stat dst;
-		if (open_elf(dirfd, dpath, &m->debug_fd, &m->debug_elf, &dst, err))
-			return -1;
+		struct meta_err derr;
+		if (open_elf(dirfd, dpath, &m->debug_fd, &m->debug_elf, &dst, &derr)) {
+			/* only the tools that need DWARF fail */
+			memcpy(m->dwarf_error, derr.msg, sizeof m->dwarf_error); /* names the debug file */
+			m->eh_cfi = dwarf_getcfi_elf(m->elf);
+			return 0;
+		}
 		m->debug_file_size = (uint64_t)dst.st_size;
 		if (!(m->debug_path = strdup(dpath))) {
 			meta_set_err(err, "%s: out of memory", m->path);
@@ -115,16 +174,29 @@ static int open_dwarf(struct meta_model *m, int dirfd, const char *debug_root, s
 	}
 	if ((m->debug_info_size = debug_info_size(src))) {
 		m->dwarf = dwarf_begin_elf(src, DWARF_C_READ, NULL);
-		if (!m->dwarf) {
-			meta_set_err(err, "%s: cannot read DWARF: %s", src_path, dwarf_errmsg(-1));
-			return -1;
-		}
-		find_loclists(m, src);
+		if (!m->dwarf)
+			snprintf(m->dwarf_error, sizeof m->dwarf_error, "%s: cannot read DWARF: %s", src_path,
+				 dwarf_errmsg(-1));
+		else
+			find_loclists(m, src);
 	}
 	m->eh_cfi = dwarf_getcfi_elf(m->elf);
 	if (m->dwarf)
 		m->debug_cfi = dwarf_getcfi(m->dwarf);
 	return 0;
+}
+
+/* The DWARF is unreadable: the model keeps its ELF side (enough for
+ * `syscalls`), and the tools that need DWARF report ERR's cause. */
+static void drop_dwarf(struct meta_model *m, const struct meta_err *err)
+{
+	snprintf(m->dwarf_error, sizeof m->dwarf_error, "%s", err->msg);
+	m->ntypes = m->nmembers = m->nclasses = m->nfunctions = m->nvars = 0;
+	m->nranges = m->nglobals = m->ncus = 0;
+	m->debug_cfi = NULL; /* owned by the Dwarf */
+	m->raw_loc = m->raw_loclists = m->raw_addr = m->raw_ranges = NULL;
+	dwarf_end(m->dwarf);
+	m->dwarf = NULL;
 }
 
 static double now(void)
@@ -151,6 +223,7 @@ int meta_model_open_with(const char *path, const struct meta_options *opts, stru
 	double t0 = now();
 	struct stat st;
 	int dirfd = opts && opts->has_dirfd ? opts->dirfd : AT_FDCWD;
+	m->dirfd = dirfd;
 	if (open_elf(dirfd, path, &m->fd, &m->elf, &st, err) || meta_read_elf(m, err) || open_dwarf(m, dirfd, opts ? opts->debug_root : NULL, err))
 		goto fail;
 	double t1 = now();
@@ -182,9 +255,14 @@ int meta_model_open_with(const char *path, const struct meta_options *opts, stru
 		free(b.type_die);
 		free(b.alias_target);
 		meta_u64map_free(&b.aliases);
+		meta_walk_free(&b);
 		free(b.type_order);
-		if (rc || meta_dedup_types(m, err))
+		if (!rc)
+			rc = meta_dedup_types(m, err);
+		if (rc && b.oom)
 			goto fail;
+		if (rc)
+			drop_dwarf(m, err);
 		m->timing.dedup_s = now() - t3;
 	}
 	*out = m;
@@ -202,6 +280,7 @@ void meta_model_free(struct meta_model *m)
 		dwarf_cfi_end(m->eh_cfi);
 	if (m->dwarf)
 		dwarf_end(m->dwarf);
+	meta_dwp_free(m->dwp);
 	if (m->debug_elf)
 		elf_end(m->debug_elf);
 	if (m->elf)
@@ -222,6 +301,7 @@ void meta_model_free(struct meta_model *m)
 	free(m->globals);
 	free(m->symbols);
 	free(m->sections);
+	free(m->segments);
 	free(m->path);
 	free(m->debug_path);
 	free(m);
@@ -233,5 +313,6 @@ size_t meta_model_bytes(const struct meta_model *m)
 	       m->nmembers * sizeof *m->members + m->nclasses * sizeof *m->classes +
 	       m->nfunctions * sizeof *m->functions + m->nvars * sizeof *m->vars +
 	       m->nranges * sizeof *m->ranges + m->nglobals * sizeof *m->globals +
-	       m->nsymbols * sizeof *m->symbols + m->nsections * sizeof *m->sections;
+	       m->nsymbols * sizeof *m->symbols + m->nsections * sizeof *m->sections +
+	       m->nsegments * sizeof *m->segments;
 }

@@ -114,6 +114,24 @@ static int size_of(struct meta_model *m, uint32_t i, int depth, uint64_t *out)
 	return 1;
 }
 
+/* An enum is unsigned when its underlying type (DW_AT_type, through
+ * typedefs and qualifiers) is an unsigned base type; without one (DWARF 2)
+ * its values are read as signed. */
+static int unsigned_enum(const struct meta_model *m, const struct meta_type *t)
+{
+	uint32_t r = t->ref;
+	for (int depth = 0; r != META_NONE && depth < 16; depth++) {
+		const struct meta_type *u = &m->types[r];
+		if (u->kind == META_BASE)
+			return u->encoding == DW_ATE_unsigned || u->encoding == DW_ATE_unsigned_char ||
+			       u->encoding == DW_ATE_boolean || u->encoding == DW_ATE_UTF;
+		if (u->kind != META_TYPEDEF && u->kind != META_CONST && u->kind != META_VOLATILE)
+			return 0;
+		r = u->ref;
+	}
+	return 0;
+}
+
 int meta_resolve_types(struct meta_builder *b)
 {
 	struct meta_model *m = b->m;
@@ -143,6 +161,8 @@ int meta_resolve_types(struct meta_builder *b)
 	for (size_t i = 0; i < m->ntypes; i++) {
 		uint64_t s;
 		size_of(m, (uint32_t)i, 0, &s);
+		if (m->types[i].kind == META_ENUM && unsigned_enum(m, &m->types[i]))
+			m->types[i].flags |= META_T_UNSIGNED;
 	}
 	for (size_t i = 0; i < b->nbitfix; i++) {
 		struct meta_bitfix f = b->bitfix[i];

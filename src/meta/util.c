@@ -166,3 +166,27 @@ int meta_symbol_has_addr(const struct meta_model *m, uint64_t addr)
 	}
 	return 0;
 }
+
+static int live(const struct meta_model *m, uint64_t lo, uint64_t hi, int exec)
+{
+	if (!m->nsegments)
+		return 1;
+	if (lo == 0 || lo >= UINT64_MAX - 1 || hi <= lo)
+		return 0;
+	for (size_t i = 0; i < m->nsegments; i++) {
+		const struct meta_segment *g = &m->segments[i];
+		if (lo >= g->lo && hi <= g->hi && (g->exec || !exec))
+			return 1;
+	}
+	return 0;
+}
+
+int meta_code_is_live(const struct meta_model *m, uint64_t lo, uint64_t hi)
+{
+	return live(m, lo, hi, 1);
+}
+
+int meta_data_is_live(const struct meta_model *m, uint64_t addr)
+{
+	return addr < UINT64_MAX && live(m, addr, addr + 1, 0);
+}

@@ -41,6 +41,8 @@ class Types:
         """(bit offset, bit size or 0) of NAME in aggregate AGG, looking
         through anonymous members as C does."""
         for m in agg["members"]:
+            if m.get("virtual"):
+                continue  # no fixed offset: see the type's virtual_bases
             bit = m.get("bit_offset", m["offset"] * 8)
             if m["name"] == name:
                 return base + bit, m.get("bit_size", 0)

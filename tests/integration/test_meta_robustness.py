@@ -178,3 +178,73 @@ def test_deeply_nested_types_are_cut_with_a_warning(kiln_bin, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "nested deeper than" in r.stderr and str(exe) in r.stderr
     assert "struct deep size=4" in r.stdout
+
+
+def section_header_offset(data, name):
+    """File offset of the section header of NAME (ELF64)."""
+    shoff = int.from_bytes(data[0x28:0x30], "little")
+    entsize, num = (int.from_bytes(data[o:o + 2], "little") for o in (0x3a, 0x3c))
+    offsets = sections(data)
+    for i in range(num):
+        h = shoff + i * entsize
+        if int.from_bytes(data[h + 0x18:h + 0x20], "little") == offsets[name][0]:
+            return h
+    raise AssertionError(name)
+
+
+@pytest.fixture(scope="module")
+def static_exe(tmp_path_factory):
+    d = tmp_path_factory.mktemp("static")
+    return cc(d / "rawsys", [FIXTURES / "rawsys.c"], ["-static", "-O2", "-g"])
+
+
+def test_truncated_binary_is_an_error_in_every_tool(kiln_bin, tmp_path, static_exe):
+    """A binary cut short is 'truncated' (exit 1) in every tool, never '0
+    system call instructions' or 'no DWARF'."""
+    data = static_exe.read_bytes()
+    shoff = int.from_bytes(data[0x28:0x30], "little")
+    info_off, info_size = sections(data)[".debug_info"]
+    text_off, _ = sections(data)[".text"]
+    grown = bytearray(data)  # .text's size reaches past the end of the file
+    h = section_header_offset(data, ".text")
+    grown[h + 0x20:h + 0x28] = (len(data) - text_off + 1).to_bytes(8, "little")
+    cases = {
+        "before_section_headers": (data[:shoff - 16], "the section header table"),
+        "inside_section_headers": (data[:shoff + 100], "the section header table"),
+        "inside_debug_info": (data[:info_off + info_size // 2], "the section header table"),
+        "section_past_the_end": (bytes(grown), "section .text"),
+    }
+    for name, (blob, what) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(blob)
+        for tool in ("types", "frames", "extrasyms", "syscalls", "all"):
+            r = run([kiln_bin, "meta", tool, path])
+            assert r.returncode == 1, (name, tool, r.stdout[:200])
+            assert f"{path}: truncated: {what}" in r.stderr, (name, tool, r.stderr)
+            assert "system call instructions" not in r.stdout
+
+
+def test_syscalls_work_when_the_dwarf_is_corrupt(kiln_bin, tmp_path, static_exe):
+    """syscalls needs no DWARF: a corrupt .debug_info unit header fails the
+    DWARF tools (exit 1, naming the cause) but not syscalls, whose answer is
+    the same as on the intact binary and as objdump's."""
+    from test_meta_syscalls import objdump_syscalls
+    data = static_exe.read_bytes()
+    info_off, _ = sections(data)[".debug_info"]
+    intact = run([kiln_bin, "meta", "syscalls", static_exe, "--format", "json"])
+    assert intact.returncode == 0, intact.stderr
+    want = [(s["addr"], s["function"], s["insn"]) for s in json.loads(intact.stdout)["syscalls"]]
+    assert {a for a, _, _ in want} == set(objdump_syscalls(static_exe))
+    for name, patch in (("bad_length", (0, b"\xf0\xff\xff\xff")), ("bad_version", (4, b"\x09\x00"))):
+        b = bytearray(data)
+        at, raw = patch
+        b[info_off + at:info_off + at + len(raw)] = raw
+        path = tmp_path / name
+        path.write_bytes(bytes(b))
+        r = run([kiln_bin, "meta", "syscalls", path, "--format", "json"])
+        assert r.returncode == 0, (name, r.stderr)
+        assert [(s["addr"], s["function"], s["insn"]) for s in json.loads(r.stdout)["syscalls"]] == want
+        for tool in ("types", "frames", "extrasyms"):
+            r = run([kiln_bin, "meta", tool, path])
+            assert r.returncode == 1 and f"{path}: corrupt DWARF" in r.stderr, (name, tool, r.stderr)
+            assert f"'{tool}' needs it" in r.stderr

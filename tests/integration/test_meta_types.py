@@ -206,3 +206,31 @@ def test_debug_types_section_gives_the_same_types(kiln_bin, tmp_path):
     frames = meta_json(kiln_bin, "frames", units)
     vtypes = {v["type"] for f in frames["functions"] for v in f["vars"] if v["type"]}
     assert vtypes and vtypes <= ids[1]
+
+
+@pytest.mark.parametrize("compiler", ["g++", "clang++"])
+@pytest.mark.parametrize("dwarf", [4, 5])
+def test_enumerators_by_the_enums_signedness(kiln_bin, tmp_path, compiler, dwarf):
+    """Unsigned enumerators at or above 2^63 are positive, signed ones down to
+    INT64_MIN negative: as the compiled program prints them."""
+    exe = tmp_path / "enums"
+    r = run([compiler, f"-gdwarf-{dwarf}", "-O0", "-std=c++17", "-o", exe, FIXTURES / "enums.cc"])
+    assert r.returncode == 0, r.stderr
+    want = {}
+    for line in run([exe]).stdout.splitlines():
+        enum, name, value = line.split()
+        want[(enum, name)] = int(value)
+    assert want[("Big", "Top")] == 2**63 and want[("Neg", "Min")] == -2**63
+    types = Types(meta_json(kiln_bin, "types", exe))
+    got = {}
+    for enum in {e for e, _ in want}:
+        (t,) = types.by_name[("enum", enum)]
+        assert t.get("unsigned", False) == (enum in ("Big", "Small") or
+                                            (enum == "Plain" and "unsigned" in
+                                             types.strip(t["type"])["name"])), t
+        for e in t["enumerators"]:
+            got[(enum, e["name"])] = e["value"]
+    assert got == want
+    text = run([kiln_bin, "meta", "types", exe]).stdout
+    assert "enumerator Max value=18446744073709551615" in text
+    assert "enumerator Min value=-9223372036854775808" in text

@@ -238,7 +238,11 @@ static int raw_list(struct frame_state *s, const struct meta_function *f, const 
 		s->cu = attr->cu;
 		s->cu_base = base;
 		s->cu_version = version;
+		/* a split unit's lists are in its .dwo: libdw reads those */
+		s->cu_split = dwarf_cu_getdwarf(attr->cu) != m->dwarf;
 	}
+	if (s->cu_split)
+		return 0;
 	uint64_t off;
 	if (meta_loclist_offset(attr, s->cu_version, &off))
 		return 0;

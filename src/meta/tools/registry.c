@@ -41,6 +41,10 @@ int meta_need_dwarf(const struct meta_model *m, const char *tool, struct meta_er
 {
 	if (m->dwarf)
 		return 0;
+	if (m->dwarf_error[0]) {
+		meta_set_err(err, "%s; '%s' needs it", m->dwarf_error, tool);
+		return -1;
+	}
 	meta_set_err(err, "%s: no DWARF debug info (build with -g, or install its debug file); "
 		     "'%s' needs it", m->path, tool);
 	return -1;

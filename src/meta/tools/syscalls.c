@@ -7,6 +7,9 @@
  * so bytes 0f 05 inside another instruction are not reported. */
 #include <capstone/capstone.h>
 #include <inttypes.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,10 +102,49 @@ struct candidate {
 	const struct entry *e;
 };
 
-static int cmp_candidate(const void *a, const void *b)
+/* The entry whose encoding starts at P (P[1] readable), or NULL. */
+static const struct entry *entry_at(const unsigned char *p)
 {
-	const struct candidate *x = a, *y = b;
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
+	for (size_t k = 0; k < sizeof entries / sizeof entries[0]; k++)
+		if (p[0] == (unsigned char)entries[k].bytes[0] && p[1] == (unsigned char)entries[k].bytes[1])
+			return &entries[k];
+	return NULL;
+}
+
+/* Candidates of every entry in [DATA, DATA + SIZE), in address order: one
+ * pass, 16 bytes at a time where SSE2 is there (every x86-64), looking for
+ * a first byte 0f or cd followed by 05, 34 or 80. */
+static int find_candidates(const unsigned char *data, size_t size, uint64_t addr, struct candidate **v,
+			   size_t *n, size_t *cap)
+{
+	size_t i = 0;
+#ifdef __SSE2__
+	const __m128i b0f = _mm_set1_epi8(0x0f), bcd = _mm_set1_epi8((char)0xcd);
+	const __m128i b05 = _mm_set1_epi8(0x05), b34 = _mm_set1_epi8(0x34), b80 = _mm_set1_epi8((char)0x80);
+	for (; i + 17 <= size; i += 16) {
+		__m128i x = _mm_loadu_si128((const __m128i *)(data + i));
+		__m128i y = _mm_loadu_si128((const __m128i *)(data + i + 1));
+		__m128i first = _mm_or_si128(_mm_cmpeq_epi8(x, b0f), _mm_cmpeq_epi8(x, bcd));
+		__m128i second = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(y, b05), _mm_cmpeq_epi8(y, b34)),
+					      _mm_cmpeq_epi8(y, b80));
+		unsigned mask = (unsigned)_mm_movemask_epi8(_mm_and_si128(first, second));
+		while (mask) {
+			size_t at = i + (size_t)__builtin_ctz(mask);
+			mask &= mask - 1;
+			const struct entry *e = entry_at(data + at);
+			struct candidate c = { addr + at, e };
+			if (e && META_PUSH(*v, *n, *cap, c))
+				return -1;
+		}
+	}
+#endif
+	for (; i + 1 < size; i++) {
+		const struct entry *e = entry_at(data + i);
+		struct candidate c = { addr + i, e };
+		if (e && META_PUSH(*v, *n, *cap, c))
+			return -1;
+	}
+	return 0;
 }
 
 /* Scans section S: candidates of every entry, in address order, then one
@@ -113,21 +155,10 @@ static int scan_section(const struct meta_model *m, const struct meta_section *s
 	const unsigned char *end = s->data + s->size;
 	struct candidate *cands = NULL;
 	size_t ncands = 0, capc = 0;
-	for (size_t k = 0; k < sizeof entries / sizeof entries[0]; k++) {
-		for (const unsigned char *p = s->data; p + 1 < end;) {
-			const unsigned char *hit = memmem(p, (size_t)(end - p), entries[k].bytes, 2);
-			if (!hit)
-				break;
-			struct candidate c = { s->addr + (uint64_t)(hit - s->data), &entries[k] };
-			if (META_PUSH(cands, ncands, capc, c)) {
-				free(cands);
-				return -1;
-			}
-			p = hit + 1;
-		}
+	if (find_candidates(s->data, s->size, s->addr, &cands, &ncands, &capc)) {
+		free(cands);
+		return -1;
 	}
-	if (ncands)
-		qsort(cands, ncands, sizeof *cands, cmp_candidate);
 	uint64_t decoded_to = 0, run_start = UINT64_MAX; /* decoding state for the current run */
 	int rc = 0;
 	for (size_t i = 0; i < ncands && !rc; i++) {

@@ -46,6 +46,19 @@ int meta_tool_frames(struct meta_model *m, FILE *out, enum meta_format fmt, stru
 int meta_tool_extrasyms(struct meta_model *m, FILE *out, enum meta_format fmt, struct meta_err *err);
 int meta_tool_syscalls(struct meta_model *m, FILE *out, enum meta_format fmt, struct meta_err *err);
 
+/* A virtual base of a class and its byte offset in a complete object of
+ * that class (vbases.c). */
+#define META_MAX_VBASES 64
+struct meta_vbase {
+	uint32_t type;
+	uint64_t offset;
+};
+/* The virtual bases (direct and indirect) of class T, in inheritance graph
+ * order, with their offsets when T is the most-derived type: how many (0
+ * when T has none), or -1 when the layout cannot be derived. OUT holds
+ * META_MAX_VBASES. */
+int meta_complete_vbases(const struct meta_model *m, uint32_t t, struct meta_vbase *out);
+
 /* Output helpers shared by the tools. */
 void meta_put_json_str(FILE *out, const char *s);   /* "..." or null */
 void meta_put_c_str(FILE *out, const char *s);      /* "..." or 0 */

@@ -1,7 +1,9 @@
 /* `types`: one entry per deduplicated type (class), in order of first
  * appearance in the DWARF. Formats: docs/meta-formats.md. */
 #include <inttypes.h>
+#include <stdlib.h>
 
+#include "meta/tools/obuf.h"
 #include "meta/tools/tool.h"
 
 static int is_aggregate(uint8_t k)
@@ -9,46 +11,108 @@ static int is_aggregate(uint8_t k)
 	return k == META_STRUCT || k == META_UNION || k == META_CLASS;
 }
 
-static void text_type(FILE *out, const struct meta_model *m, const struct meta_class *c)
+/* Virtual bases of aggregate T with their offsets in a complete T (see
+ * vbases.c): how many, 0 when none or when the layout cannot be derived. */
+static int complete_vbases(const struct meta_model *m, const struct meta_type *t, struct meta_vbase *out)
+{
+	if (!is_aggregate(t->kind))
+		return 0;
+	uint32_t k = 0;
+	while (k < t->nmembers && !m->members[t->first + k].is_base)
+		k++;
+	if (k == t->nmembers)
+		return 0; /* no bases (all of C): nothing to do */
+	int n = meta_complete_vbases(m, (uint32_t)(t - m->types), out);
+	return n > 0 ? n : 0;
+}
+
+static void put_id(struct meta_obuf *o, const struct meta_model *m, uint32_t t)
+{
+	meta_obuf_hex(o, meta_type_id(m, t), 16);
+	meta_obuf_str(o, " (");
+	meta_obuf_type_label(o, m, t);
+	meta_obuf_chr(o, ')');
+}
+
+static void text_type(struct meta_obuf *o, const struct meta_model *m, const struct meta_class *c)
 {
 	const struct meta_type *t = &m->types[c->rep];
-	fprintf(out, "%016" PRIx64 " %s %s", c->id, meta_kind_name(t->kind), t->name ? t->name : "<anon>");
-	if (t->flags & META_T_HAS_SIZE)
-		fprintf(out, " size=%" PRIu64, t->size);
+	meta_obuf_hex(o, c->id, 16);
+	meta_obuf_chr(o, ' ');
+	meta_obuf_str(o, meta_kind_name(t->kind));
+	meta_obuf_chr(o, ' ');
+	meta_obuf_str(o, t->name ? t->name : "<anon>");
+	if (t->flags & META_T_HAS_SIZE) {
+		meta_obuf_str(o, " size=");
+		meta_obuf_u64(o, t->size);
+	}
 	if (t->flags & META_T_DECLARATION)
-		fputs(" declaration", out);
+		meta_obuf_str(o, " declaration");
+	if (t->flags & META_T_UNSIGNED)
+		meta_obuf_str(o, " unsigned");
 	if (t->ref != META_NONE || t->kind == META_POINTER || t->kind == META_FUNCTION ||
 	    t->kind == META_TYPEDEF) {
-		fprintf(out, " ref=%016" PRIx64 " (", meta_type_id(m, t->ref));
-		meta_put_type_label(out, m, t->ref);
-		putc(')', out);
+		meta_obuf_str(o, " ref=");
+		put_id(o, m, t->ref);
 	}
-	fprintf(out, " dies=%u\n", c->count);
+	meta_obuf_str(o, " dies=");
+	meta_obuf_u64(o, c->count);
+	meta_obuf_chr(o, '\n');
 	for (uint32_t k = 0; k < t->nmembers; k++) {
 		const struct meta_member *mm = &m->members[t->first + k];
 		const char *name = mm->name ? mm->name : "<anon>";
 		if (is_aggregate(t->kind)) {
-			if (mm->is_base)
-				fprintf(out, "  base offset=%" PRIu64, mm->value / 8);
-			else
-				fprintf(out, "  member %s offset=%" PRIu64, name, mm->value / 8);
-			if (mm->bit_size)
-				fprintf(out, " bit_offset=%" PRIu64 " bit_size=%u", mm->value, (unsigned)mm->bit_size);
+			if (mm->is_virtual) {
+				meta_obuf_str(o, "  base virtual vtable_offset=");
+				meta_obuf_i64(o, (int64_t)mm->value, 0);
+			} else if (mm->is_base) {
+				meta_obuf_str(o, "  base offset=");
+				meta_obuf_u64(o, mm->value / 8);
+			} else {
+				meta_obuf_str(o, "  member ");
+				meta_obuf_str(o, name);
+				meta_obuf_str(o, " offset=");
+				meta_obuf_u64(o, mm->value / 8);
+			}
+			if (mm->bit_size) {
+				meta_obuf_str(o, " bit_offset=");
+				meta_obuf_u64(o, mm->value);
+				meta_obuf_str(o, " bit_size=");
+				meta_obuf_u64(o, mm->bit_size);
+			}
 		} else if (t->kind == META_ENUM) {
-			fprintf(out, "  enumerator %s value=%" PRId64 "\n", name, (int64_t)mm->value);
+			meta_obuf_str(o, "  enumerator ");
+			meta_obuf_str(o, name);
+			meta_obuf_str(o, " value=");
+			if (t->flags & META_T_UNSIGNED)
+				meta_obuf_u64(o, mm->value);
+			else
+				meta_obuf_i64(o, (int64_t)mm->value, 0);
+			meta_obuf_chr(o, '\n');
 			continue;
 		} else if (t->kind == META_ARRAY) {
-			fprintf(out, "  dimension %" PRIu64 "\n", mm->value);
+			meta_obuf_str(o, "  dimension ");
+			meta_obuf_u64(o, mm->value);
+			meta_obuf_chr(o, '\n');
 			continue;
 		} else {
-			fputs("  param", out);
+			meta_obuf_str(o, "  param");
 		}
-		fprintf(out, " type=%016" PRIx64 " (", meta_type_id(m, mm->type));
-		meta_put_type_label(out, m, mm->type);
-		fputs(")\n", out);
+		meta_obuf_str(o, " type=");
+		put_id(o, m, mm->type);
+		meta_obuf_chr(o, '\n');
 	}
 	if (t->flags & META_T_VARARGS)
-		fputs("  param ...\n", out);
+		meta_obuf_str(o, "  param ...\n");
+	struct meta_vbase vb[META_MAX_VBASES];
+	int nvb = complete_vbases(m, t, vb);
+	for (int i = 0; i < nvb; i++) {
+		meta_obuf_str(o, "  virtual_base offset=");
+		meta_obuf_u64(o, vb[i].offset);
+		meta_obuf_str(o, " type=");
+		put_id(o, m, vb[i].type);
+		meta_obuf_chr(o, '\n');
+	}
 }
 
 static void json_type(FILE *out, const struct meta_model *m, const struct meta_class *c)
@@ -60,6 +124,8 @@ static void json_type(FILE *out, const struct meta_model *m, const struct meta_c
 		fprintf(out, ",\"size\":%" PRIu64, t->size);
 	if (t->flags & META_T_DECLARATION)
 		fputs(",\"declaration\":true", out);
+	if (t->flags & META_T_UNSIGNED)
+		fputs(",\"unsigned\":true", out);
 	if (t->kind == META_BASE)
 		fprintf(out, ",\"encoding\":%u", t->encoding);
 	if (t->ref != META_NONE)
@@ -89,14 +155,23 @@ static void json_type(FILE *out, const struct meta_model *m, const struct meta_c
 		meta_put_json_str(out, mm->name);
 		if (mm->is_base)
 			fputs(",\"base\":true", out);
+		if (mm->is_virtual)
+			fputs(",\"virtual\":true", out);
 		if (t->kind == META_ENUM) {
-			fprintf(out, ",\"value\":%" PRId64 "}", (int64_t)mm->value);
+			if (t->flags & META_T_UNSIGNED)
+				fprintf(out, ",\"value\":%" PRIu64 "}", mm->value);
+			else
+				fprintf(out, ",\"value\":%" PRId64 "}", (int64_t)mm->value);
 			continue;
 		}
 		if (mm->type == META_NONE)
 			fputs(",\"type\":null", out);
 		else
 			fprintf(out, ",\"type\":\"%016" PRIx64 "\"", meta_type_id(m, mm->type));
+		if (mm->is_virtual) {
+			fprintf(out, ",\"vtable_offset\":%" PRId64 "}", (int64_t)mm->value);
+			continue;
+		}
 		fprintf(out, ",\"offset\":%" PRIu64, mm->value / 8);
 		if (mm->bit_size)
 			fprintf(out, ",\"bit_offset\":%" PRIu64 ",\"bit_size\":%u", mm->value, (unsigned)mm->bit_size);
@@ -106,7 +181,26 @@ static void json_type(FILE *out, const struct meta_model *m, const struct meta_c
 		putc(']', out);
 	if (t->flags & META_T_VARARGS)
 		fputs(",\"varargs\":true", out);
+	struct meta_vbase vb[META_MAX_VBASES];
+	int nvb = complete_vbases(m, t, vb);
+	if (nvb)
+		fputs(",\"virtual_bases\":[", out);
+	for (int i = 0; i < nvb; i++)
+		fprintf(out, "%s{\"type\":\"%016" PRIx64 "\",\"offset\":%" PRIu64 "}", i ? "," : "",
+			meta_type_id(m, vb[i].type), vb[i].offset);
+	if (nvb)
+		putc(']', out);
 	putc('}', out);
+}
+
+/* VALUE's bits as an int64_t initializer: INT64_MIN has no literal, and the
+ * values of unsigned enums at or above 2^63 are kept bit for bit. */
+static void put_c_int64(FILE *out, uint64_t value)
+{
+	if (value == (uint64_t)1 << 63)
+		fputs("INT64_MIN", out);
+	else
+		fprintf(out, "%" PRId64, (int64_t)value);
 }
 
 static void c_tables(FILE *out, const struct meta_model *m)
@@ -114,13 +208,18 @@ static void c_tables(FILE *out, const struct meta_model *m)
 	fputs("#include <stdint.h>\n\n"
 	      "struct kiln_meta_type {\n\tuint64_t id;\n\tconst char *kind;\n\tconst char *name;\n"
 	      "\tuint64_t size; /* UINT64_MAX when unknown */\n\tuint64_t ref;\n"
-	      "\tuint32_t first_member, nmembers;\n};\n\n"
+	      "\tuint32_t first_member, nmembers;\n"
+	      "\tuint32_t flags; /* 1: an enum with an unsigned underlying type (read its\n"
+	      "\t                   enumerators' values as (uint64_t)value) */\n};\n\n"
 	      "struct kiln_meta_member {\n\tconst char *name;\n\tuint64_t type;\n"
 	      "\tuint64_t bit_offset; /* struct/union members */\n\tuint32_t bit_size;\n"
-	      "\tuint32_t is_base; /* C++ base class subobject */\n"
-	      "\tint64_t value; /* enumerator value, array dimension */\n};\n\n"
+	      "\tuint32_t is_base; /* 1 C++ base class subobject, 2 virtual base (no fixed\n"
+	      "\t                    offset: bit_offset UINT64_MAX, value = where its offset is\n"
+	      "\t                    in the vtable), 3 a virtual base's offset in a complete object */\n"
+	      "\tint64_t value; /* enumerator value, array dimension, vtable entry offset */\n};\n\n"
 	      "const struct kiln_meta_member kiln_meta_members[] = {\n", out);
 	uint32_t nmem = 0;
+	struct meta_vbase vb[META_MAX_VBASES];
 	for (size_t i = 0; i < m->nclasses; i++) {
 		const struct meta_type *t = &m->types[m->classes[i].rep];
 		for (uint32_t k = 0; k < t->nmembers; k++) {
@@ -128,11 +227,20 @@ static void c_tables(FILE *out, const struct meta_model *m)
 			int agg = is_aggregate(t->kind);
 			fputs("\t{ ", out);
 			meta_put_c_str(out, mm->name);
-			fprintf(out, ", 0x%" PRIx64 "u, %" PRIu64 "u, %uu, %uu, %" PRId64 " },\n",
-				meta_type_id(m, mm->type), agg ? mm->value : 0, (unsigned)mm->bit_size,
-				(unsigned)mm->is_base, agg ? 0 : (int64_t)mm->value);
+			if (mm->is_virtual)
+				fprintf(out, ", 0x%" PRIx64 "u, UINT64_MAX, 0u, 2u, ", meta_type_id(m, mm->type));
+			else
+				fprintf(out, ", 0x%" PRIx64 "u, %" PRIu64 "u, %uu, %uu, ",
+					meta_type_id(m, mm->type), agg ? mm->value : 0, (unsigned)mm->bit_size,
+					(unsigned)mm->is_base);
+			put_c_int64(out, agg && !mm->is_virtual ? 0 : mm->value);
+			fputs(" },\n", out);
 			nmem++;
 		}
+		int nvb = complete_vbases(m, t, vb);
+		for (int k = 0; k < nvb; k++, nmem++)
+			fprintf(out, "\t{ 0, 0x%" PRIx64 "u, %" PRIu64 "u, 0u, 3u, 0 },\n", meta_type_id(m, vb[k].type),
+				vb[k].offset * 8);
 	}
 	fputs("\t{ 0, 0, 0, 0, 0, 0 }\n};\n\nconst struct kiln_meta_type kiln_meta_types[] = {\n", out);
 	uint32_t first = 0;
@@ -145,10 +253,12 @@ static void c_tables(FILE *out, const struct meta_model *m)
 			fprintf(out, ", %" PRIu64 "u", t->size);
 		else
 			fputs(", UINT64_MAX", out);
-		fprintf(out, ", 0x%" PRIx64 "u, %uu, %uu },\n", meta_type_id(m, t->ref), first, t->nmembers);
-		first += t->nmembers;
+		uint32_t n = t->nmembers + (uint32_t)complete_vbases(m, t, vb);
+		fprintf(out, ", 0x%" PRIx64 "u, %uu, %uu, %uu },\n", meta_type_id(m, t->ref), first, n,
+			(t->flags & META_T_UNSIGNED) ? 1u : 0u);
+		first += n;
 	}
-	fprintf(out, "\t{ 0, 0, 0, 0, 0, 0, 0 }\n};\n\n"
+	fprintf(out, "\t{ 0, 0, 0, 0, 0, 0, 0, 0 }\n};\n\n"
 		"const uint32_t kiln_meta_ntypes = %zuu;\nconst uint32_t kiln_meta_nmembers = %uu;\n",
 		m->nclasses, nmem);
 }
@@ -158,12 +268,22 @@ int meta_tool_types(struct meta_model *m, FILE *out, enum meta_format fmt, struc
 	if (meta_need_dwarf(m, "types", err))
 		return -1;
 	switch (fmt) {
-	case META_FMT_TEXT:
+	case META_FMT_TEXT: {
+		struct meta_obuf *o = malloc(sizeof *o);
+		if (!o) {
+			meta_set_err(err, "%s: out of memory", m->path);
+			return -1;
+		}
+		o->out = out;
+		o->len = 0;
 		fprintf(out, "# kiln meta types %s: %zu types from %zu DIEs in %zu units\n", m->path,
 			m->nclasses, m->ntypes, m->ncus);
 		for (size_t i = 0; i < m->nclasses; i++)
-			text_type(out, m, &m->classes[i]);
+			text_type(o, m, &m->classes[i]);
+		meta_obuf_flush(o);
+		free(o);
 		break;
+	}
 	case META_FMT_JSON:
 		fputs("{\"tool\":\"types\",\"binary\":", out);
 		meta_put_json_str(out, m->path);
