@@ -152,7 +152,8 @@ static int open_output(struct output *o, const char *path, const struct meta_cli
 		return 0;
 	int fd = -1;
 	for (int k = 0; k < 100 && fd < 0; k++) {
-		if ((size_t)snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld.%d", path, (long)getpid(), k) >=
+		if ((size_t)snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld.%d", path,
+					     (long)(env->pid ? env->pid : getpid()), k) >=
 		    sizeof o->tmp) {
 			fprintf(env->err, "kiln meta: %s: path too long\n", path);
 			return -1;
@@ -173,6 +174,11 @@ static int open_output(struct output *o, const char *path, const struct meta_cli
 	return 0;
 }
 
+static int cancelled(const struct meta_cli_env *env)
+{
+	return env->cancel && atomic_load(env->cancel);
+}
+
 /* Flushes/renames the output of JOB; on failure removes the temp file. */
 static int finish_output(struct output *o, struct meta_job *job, const struct meta_cli_env *env)
 {
@@ -191,6 +197,8 @@ static int finish_output(struct output *o, struct meta_job *job, const struct me
 		fprintf(env->err, "kiln meta %s: writing %s: %s\n", job->tool->name, o->tmp, strerror(errno));
 		rc = -1;
 	}
+	if (!rc && cancelled(env))
+		rc = -1;
 	if (!rc && renameat(env->dirfd, o->tmp, env->dirfd, o->path) != 0) {
 		fprintf(env->err, "kiln meta %s: cannot rename %s to %s: %s\n", job->tool->name, o->tmp,
 			o->path, strerror(errno));
@@ -284,7 +292,7 @@ int meta_cli_main(int argc, char **argv, const struct meta_cli_env *env)
 		fprintf(env->err, "kiln meta: %s\n", err.msg);
 		return 1;
 	}
-	rc = run_tools(m, &a, sel, nsel, env);
+	rc = cancelled(env) ? 1 : run_tools(m, &a, sel, nsel, env);
 	if (a.stats)
 		fprintf(env->err,
 			"kiln meta: %s: %zu units, %zu type DIEs -> %zu types, %zu functions, %zu variables, "
