@@ -303,16 +303,20 @@ int cmd_meta_serve(int argc, char **argv)
 		int ready[2];
 		if (pipe2(ready, O_CLOEXEC) < 0)
 			return EXIT_KILN;
-		/* Announce once listening: the server writes "R" into a pipe we
-		 * read after it has started, from a second process. */
+		/* Announce once listening: the server writes "R" (or "E" and
+		 * why not) into a pipe that a second process reads. */
 		pid_t pid = fork();
 		if (pid == 0) {
 			close(ready[1]);
-			char c;
-			if (read(ready[0], &c, 1) == 1 && c == 'R') {
+			char msg[1200];
+			ssize_t n = read(ready[0], msg, sizeof msg - 1);
+			msg[n > 0 ? n : 0] = '\0';
+			if (n > 0 && msg[0] == 'R')
 				printf("%s=%s; export %s\n", KILN_ENV_META_SOCKET, sock, KILN_ENV_META_SOCKET);
-				fflush(stdout);
-			}
+			else
+				fprintf(stderr, "kiln meta serve: the meta server failed to start%s%s\n",
+					n > 1 ? ": " : "", n > 1 ? msg + 1 : "");
+			fflush(stdout);
 			_exit(0);
 		}
 		close(ready[0]);
