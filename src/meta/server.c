@@ -91,11 +91,10 @@ static void job_release(struct job *j)
 
 static void job_cancel(struct job *j)
 {
-	if (!atomic_exchange(&j->cancel, 1)) {
-		pid_t c = atomic_load(&j->child);
-		if (c > 0)
-			kill(c, SIGKILL);
-	}
+	atomic_store(&j->cancel, 1);
+	pid_t c = atomic_load(&j->child);
+	if (c > 0)
+		kill(c, SIGKILL);
 }
 
 /* ---- the model hooks of meta_cli_main ---------------------------------- */
@@ -120,13 +119,13 @@ static int get_model(void *ctx, const char *path, const struct meta_options *opt
 	meta_cache_put(j->s->cache, *out);
 	*out = NULL;
 	j->forked_parent = true;
+	atomic_store(&j->cancel, 1); /* mute this side: the child writes everything */
 	int st = 0;
 	if (pid > 0) {
 		atomic_store(&j->child, pid);
-		if (atomic_load(&j->cancel))
-			kill(pid, SIGKILL);
 		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 			;
+		atomic_store(&j->child, 0);
 	}
 	j->child_status = pid < 0 ? 1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	meta_set_err(err, "(forked)");
@@ -172,10 +171,8 @@ static int run_job(struct job *j)
 	};
 	int rc = meta_cli_main(j->argc, j->argv, &env);
 	bool child = j->s->cfg->fork_jobs && !j->forked_parent;
-	if (j->forked_parent) {
-		atomic_store(&j->cancel, 1); /* mute: the child wrote everything */
+	if (j->forked_parent)
 		rc = j->child_status;
-	}
 	if (fflush(out) != 0 && rc == 0) { /* as cmd_meta reports it */
 		fprintf(err, "kiln meta: writing stdout: %s\n", strerror(errno));
 		rc = 1;
