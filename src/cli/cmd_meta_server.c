@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/cmd_shm_demo.h" /* shm_parse_size */
+#include "cli/read_all.h"
 #include "ipc/meta_proto.h"
 #include "meta/forward.h"
 #include "meta/server.h"
@@ -36,29 +38,6 @@ struct opts {
 	bool foreground, json;
 	char **command;
 };
-
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s || *s == '-')
-		return -1;
-	unsigned shift = 0;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	}
-	if (*end == 'i' && shift)
-		end++;
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end || (shift && v > (UINT64_MAX >> shift)))
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
 
 /* Options of the server commands; WHICH names those allowed. 0 ok, 2 usage. */
 static int parse_opts(int argc, char **argv, struct opts *o, const char *which)
@@ -74,7 +53,7 @@ static int parse_opts(int argc, char **argv, struct opts *o, const char *which)
 			o->command = argv + i;
 			break;
 		} else if (OPT("--max-memory") && v) {
-			if (parse_size(v, &o->cfg.max_bytes) || !o->cfg.max_bytes) {
+			if (shm_parse_size(v, &o->cfg.max_bytes) || !o->cfg.max_bytes) {
 				fprintf(stderr, "kiln meta %s: --max-memory: '%s' is not a size (e.g. 512M, 2G)\n",
 					argv[0], v);
 				return 2;
@@ -159,15 +138,7 @@ static pid_t start_server(const struct meta_server_config *cfg, int life_rd, int
 	}
 	close(ready[1]);
 	char msg[1200];
-	size_t got = 0;
-	for (ssize_t n; got < sizeof msg - 1 && (n = read(ready[0], msg + got, sizeof msg - 1 - got)) != 0;) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			break;
-		got += (size_t)n;
-	}
-	msg[got] = '\0';
+	size_t got = cli_read_all(ready[0], msg, sizeof msg);
 	close(ready[0]);
 	if (got == 0 || msg[0] != 'R') {
 		waitpid(pid, NULL, 0);
@@ -331,18 +302,36 @@ int cmd_meta_serve(int argc, char **argv)
 	return 0;
 }
 
-static int connect_env(const char *who, char *err, size_t errlen)
+/* Connects to the server in KILN_META_SOCKET and makes one request per
+ * (type, answer type, answer buffer) triple, in order. 0, or 1 after a
+ * message. */
+struct request {
+	unsigned type, want;
+	void *buf;
+	size_t len;
+};
+
+static int request_env(const char *who, const struct request *rq, size_t n)
 {
 	const char *sock = getenv(KILN_ENV_META_SOCKET);
 	if (!sock || !*sock) {
 		fprintf(stderr, "kiln meta %s: %s is not set (start a server with kiln meta serve)\n", who,
 			KILN_ENV_META_SOCKET);
-		return -1;
+		return 1;
 	}
-	int fd = meta_connect(sock, err, errlen);
-	if (fd < 0)
+	char err[1200];
+	int fd = meta_connect(sock, err, sizeof err);
+	for (size_t i = 0; fd >= 0 && i < n; i++)
+		if (meta_request(fd, rq[i].type, rq[i].want, rq[i].buf, rq[i].len, err, sizeof err) < 0) {
+			close(fd);
+			fd = -1;
+		}
+	if (fd < 0) {
 		fprintf(stderr, "kiln meta %s: %s\n", who, err);
-	return fd;
+		return 1;
+	}
+	close(fd);
+	return 0;
 }
 
 int cmd_meta_stats(int argc, char **argv)
@@ -351,17 +340,10 @@ int cmd_meta_stats(int argc, char **argv)
 	int rc = parse_opts(argc, argv, &o, "--json");
 	if (rc)
 		return rc;
-	char err[1200];
-	int fd = connect_env("stats", err, sizeof err);
-	if (fd < 0)
-		return 1;
 	struct kiln_meta_stats st;
-	rc = meta_request(fd, KILN_MSG_META_STATS, KILN_MSG_META_STATS, &st, sizeof st, err, sizeof err);
-	close(fd);
-	if (rc < 0) {
-		fprintf(stderr, "kiln meta stats: %s\n", err);
+	struct request rq = { KILN_MSG_META_STATS, KILN_MSG_META_STATS, &st, sizeof st };
+	if (request_env("stats", &rq, 1))
 		return 1;
-	}
 	const struct { const char *name; uint64_t v; } f[] = {
 		{ "pid", st.pid }, { "jobs", st.jobs }, { "running", st.running },
 		{ "cancelled", st.cancelled }, { "hits", st.hits }, { "misses", st.misses },
@@ -402,19 +384,12 @@ int cmd_meta_stop(int argc, char **argv)
 	int rc = parse_opts(argc, argv, &o, "");
 	if (rc)
 		return rc;
-	char err[1200];
-	int fd = connect_env("stop", err, sizeof err);
-	if (fd < 0)
-		return 1;
 	struct kiln_meta_stats st;
 	struct kiln_meta_done d;
-	if (meta_request(fd, KILN_MSG_META_STATS, KILN_MSG_META_STATS, &st, sizeof st, err, sizeof err) < 0 ||
-	    meta_request(fd, KILN_MSG_META_STOP, KILN_MSG_META_DONE, &d, sizeof d, err, sizeof err) < 0) {
-		close(fd);
-		fprintf(stderr, "kiln meta stop: %s\n", err);
+	struct request rq[] = { { KILN_MSG_META_STATS, KILN_MSG_META_STATS, &st, sizeof st },
+				{ KILN_MSG_META_STOP, KILN_MSG_META_DONE, &d, sizeof d } };
+	if (request_env("stop", rq, 2))
 		return 1;
-	}
-	close(fd);
 	/* It drains its running jobs first: wait for it, within reason. */
 	for (int i = 0; i < 6000 && !process_gone((pid_t)st.pid); i++)
 		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
