@@ -49,11 +49,18 @@ class Server:
         return subprocess.run([self.kiln, "meta", *map(str, args)], env=self.env, **kw)
 
     def close(self):
+        """Stops the server as `kiln meta stop` would (SIGTERM: drain, clean
+        up) and checks that it had nothing to say (a sanitizer build reports
+        leaks and errors at exit)."""
         if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(timeout=30)
+            self.proc.terminate()
+        rc = self.proc.wait(timeout=30)
+        err = self.proc.stderr.read()
         self.proc.stdout.close()
         self.proc.stderr.close()
+        if rc != -9:  # not killed by the test itself
+            assert rc == 0 and "Sanitizer" not in err, err
+            assert not os.path.exists(self.socket)
 
 
 def raw_hello(ident, version=VERSION):
