@@ -20,7 +20,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: kiln meta TOOL[,TOOL...] BINARY [--format text|json|c] [-o FILE]\n"
 		"       kiln meta all BINARY [--format text|json|c] --out-dir DIR\n"
-		"       (and --debug-root DIR, --stats)\n\n"
+		"       (and --debug-root DIR, --stats)\n"
+		"       kiln meta run|serve|stats|stop ...   the meta server (docs/meta-server.md)\n\n"
 		"Reads BINARY's ELF and DWARF once, then runs each tool over it. A separate\n"
 		"debug file is found by build id or .gnu_debuglink under --debug-root DIR\n"
 		"(default /usr/lib/debug) or next to BINARY. --stats prints counts and\n"
