@@ -56,12 +56,11 @@ static int send_hello(int fd)
 	return kiln_msg_send(fd, KILN_MSG_HELLO, &h, sizeof h, ident, identlen, 0);
 }
 
-/* Reads the answer to HELLO: 0 accepted, -1 refused or gone (err says). */
-static int read_hello_answer(int fd, const char *sock, char *err, size_t errlen)
+/* Checks the answer to HELLO (N as kiln_msg_recv returned it, the message
+ * in buf): 0 accepted, -1 refused or gone (err says). */
+static int check_hello_answer(ssize_t n, const struct kiln_msg_hdr *h, const char *buf, const char *sock,
+			      char *err, size_t errlen)
 {
-	char buf[1024];
-	struct kiln_msg_hdr h;
-	ssize_t n = kiln_msg_recv(fd, buf, sizeof buf, &h, 0);
 	if (n < 0 && n != -2) {
 		snprintf(err, errlen, "the meta server at %s failed the handshake (%s)", sock, strerror(errno));
 		return -1;
@@ -70,14 +69,14 @@ static int read_hello_answer(int fd, const char *sock, char *err, size_t errlen)
 		snprintf(err, errlen, "the meta server at %s closed the connection", sock);
 		return -1;
 	}
-	if (h.type == KILN_MSG_REFUSED && (size_t)n >= sizeof(uint32_t)) {
+	if (h->type == KILN_MSG_REFUSED && (size_t)n >= sizeof(uint32_t)) {
 		snprintf(err, errlen, "the meta server at %s refused this client: %.*s", sock,
-			 (int)((size_t)n - sizeof(uint32_t)), buf + sizeof h + sizeof(uint32_t));
+			 (int)((size_t)n - sizeof(uint32_t)), buf + sizeof *h + sizeof(uint32_t));
 		return -1;
 	}
-	if (h.type != KILN_MSG_HELLO_OK) {
+	if (h->type != KILN_MSG_HELLO_OK) {
 		snprintf(err, errlen, "the meta server at %s answered the handshake with message %u", sock,
-			 h.type);
+			 h->type);
 		return -1;
 	}
 	return 0;
@@ -93,7 +92,10 @@ int meta_connect(const char *sock, char *err, size_t errlen)
 		close(fd);
 		return -1;
 	}
-	if (read_hello_answer(fd, sock, err, errlen) < 0) {
+	char buf[1024];
+	struct kiln_msg_hdr h;
+	ssize_t n = kiln_msg_recv(fd, buf, sizeof buf, &h, 0);
+	if (check_hello_answer(n, &h, buf, sock, err, errlen) < 0) {
 		close(fd);
 		return -1;
 	}
@@ -216,17 +218,24 @@ int meta_forward(const char *sock, int argc, char **argv)
 	}
 	char jerr[256];
 	int sent = send_job(fd, argc, argv, jerr, sizeof jerr);
-	if (read_hello_answer(fd, sock, err, sizeof err) < 0)
+	char buf[1024];
+	struct kiln_msg_hdr h;
+	int sig = 0;
+	/* Any wait can be interrupted: a server that is stuck (stopped, say)
+	 * must not make the client deaf to ^C. */
+	ssize_t n = wait_msg(fd, sfd, buf, sizeof buf, &h, &sig, -1);
+	if (n == -3) { /* not started yet: nothing written, nothing to cancel */
+		close(fd);
+		die_of(sig, &old);
+	}
+	if (check_hello_answer(n, &h, buf, sock, err, sizeof err) < 0)
 		goto fallback;
 	if (sent < 0) {
 		snprintf(err, sizeof err, "%s", jerr);
 		goto fallback;
 	}
-	char buf[256];
-	struct kiln_msg_hdr h;
-	int sig = 0;
-	ssize_t n = wait_msg(fd, sfd, buf, sizeof buf, &h, &sig, -1);
-	if (n == -3) { /* not started yet: nothing written, nothing to cancel */
+	n = wait_msg(fd, sfd, buf, sizeof buf, &h, &sig, -1);
+	if (n == -3) {
 		close(fd);
 		die_of(sig, &old);
 	}

@@ -483,3 +483,19 @@ def test_serve_daemon_prints_its_socket(kiln_bin, tmp_path, progs):
     assert run([kiln_bin, "meta", "types", progs[0]], env=env).stderr == ""
     assert run([kiln_bin, "meta", "stop"], env=env).returncode == 0
     assert not sock.exists()
+
+
+def test_a_stuck_server_never_makes_the_client_deaf_to_sigint(progs, server):
+    srv = server()
+    os.kill(srv.proc.pid, signal.SIGSTOP)
+    try:
+        p = subprocess.Popen([srv.kiln, "meta", "types", str(progs[0])], env=srv.env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(0.5)
+        assert p.poll() is None  # waiting for the handshake
+        p.send_signal(signal.SIGINT)
+        assert p.wait(timeout=10) == -signal.SIGINT
+        p.stderr.close()
+    finally:
+        os.kill(srv.proc.pid, signal.SIGCONT)
+    assert srv.meta("types", progs[0]).returncode == 0
