@@ -51,6 +51,7 @@ struct job {
 	char *args;           /* the strings argv points into */
 	int parsed;           /* this job parsed its binary */
 	bool forked_parent;   /* fork mode, in the server: the child ran the tools */
+	bool in_child;        /* fork mode: this is the child */
 	int child_status;     /* fork mode: the child's exit status */
 	pid_t pid;            /* the client (SO_PEERCRED) */
 };
@@ -114,8 +115,10 @@ static int get_model(void *ctx, const char *path, const struct meta_options *opt
 	 * returns at once. */
 	fflush(NULL);
 	pid_t pid = fork();
-	if (pid == 0)
+	if (pid == 0) {
+		j->in_child = true;
 		return 0;
+	}
 	meta_cache_put(j->s->cache, *out);
 	*out = NULL;
 	j->forked_parent = true;
@@ -170,7 +173,6 @@ static int run_job(struct job *j)
 		.put_model = put_model, .ctx = j, .cancel = &j->cancel, .pid = j->pid,
 	};
 	int rc = meta_cli_main(j->argc, j->argv, &env);
-	bool child = j->s->cfg->fork_jobs && !j->forked_parent;
 	if (j->forked_parent)
 		rc = j->child_status;
 	if (fflush(out) != 0 && rc == 0) { /* as cmd_meta reports it */
@@ -179,7 +181,7 @@ static int run_job(struct job *j)
 	}
 	fclose(out);
 	fclose(err);
-	if (child)
+	if (j->in_child)
 		_exit(rc);
 	return rc;
 }

@@ -499,3 +499,16 @@ def test_a_stuck_server_never_makes_the_client_deaf_to_sigint(progs, server):
     finally:
         os.kill(srv.proc.pid, signal.SIGCONT)
     assert srv.meta("types", progs[0]).returncode == 0
+
+
+def test_fork_per_job_mode_gives_the_same_results(kiln_bin, tmp_path, progs, server):
+    """--job-mode fork is kept to measure the choice (docs/meta-server.md):
+    it must still be right."""
+    srv = server("--job-mode", "fork")
+    for fmt in EXT:
+        a, b = both(kiln_bin, srv, ["all", str(progs[0]), "--format", fmt], tmp_path, tmp_path)
+        assert a.returncode == b.returncode == 0 and a.stdout == b.stdout and a.stderr == b.stderr
+    a, b = both(kiln_bin, srv, ["types", "missing"], tmp_path, tmp_path)
+    assert a.returncode == b.returncode == 1 and a.stderr == b.stderr
+    st = srv.stats()
+    assert st["parses"] == 1 and st["jobs"] == 4 and st["cancelled"] == 0, st
