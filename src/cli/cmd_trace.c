@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/read_all.h"
 #include "common/outfile.h"
 #include "ipc/proto.h"
 #include "registry/fresh.h"
@@ -451,15 +452,7 @@ static int run_trace(struct opts *op)
 
 	/* Wait until the server listens (or says why it cannot). */
 	char msg[1200];
-	size_t got = 0;
-	for (ssize_t n; got < sizeof msg - 1 && (n = read(ready[0], msg + got, sizeof msg - 1 - got)) != 0;) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			break;
-		got += (size_t)n;
-	}
-	msg[got] = '\0';
+	size_t got = cli_read_all(ready[0], msg, sizeof msg);
 	close(ready[0]);
 	if (got == 0 || msg[0] != 'R') {
 		int st = 0;

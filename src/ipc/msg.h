@@ -23,4 +23,16 @@ int kiln_msg_send(int fd, uint16_t type, const void *a, size_t alen,
  * read, or the socket's own error. */
 ssize_t kiln_msg_recv(int fd, void *buf, size_t cap, struct kiln_msg_hdr *hdr, int flags);
 
+/* The same with file descriptors passed alongside (SCM_RIGHTS).
+ * kiln_msg_send_fds sends nfds (<= KILN_MSG_MAX_FDS) descriptors with the
+ * message. kiln_msg_recv_fds stores up to maxfds received descriptors
+ * (close-on-exec) in fds and their number in *nfds; the caller owns them,
+ * also when the call fails after receiving (it closes them itself then, so
+ * on -1/-2 *nfds is 0). Descriptors beyond maxfds are closed by the kernel. */
+#define KILN_MSG_MAX_FDS 8
+int kiln_msg_send_fds(int fd, uint16_t type, const void *a, size_t alen,
+		      const void *b, size_t blen, const int *fds, size_t nfds, int flags);
+ssize_t kiln_msg_recv_fds(int fd, void *buf, size_t cap, struct kiln_msg_hdr *hdr, int flags,
+			  int *fds, size_t maxfds, size_t *nfds);
+
 #endif

@@ -42,7 +42,7 @@ struct kiln_msg_hdr {
 struct kiln_hello {
 	uint32_t magic;   /* KILN_PROTO_MAGIC */
 	uint16_t version; /* KILN_PROTO_VERSION */
-	uint16_t role;    /* 1 = trace client */
+	uint16_t role;    /* 1 = trace client, 2 = meta client (src/ipc/meta_proto.h) */
 	uint32_t pid;     /* informational; the server trusts SO_PEERCRED */
 };
 
@@ -56,6 +56,7 @@ enum kiln_refuse_reason {
 	KILN_REFUSE_VERSION = 1,
 	KILN_REFUSE_PEER    = 2, /* different uid */
 	KILN_REFUSE_BUSY    = 3,
+	KILN_REFUSE_BUILD   = 4, /* a client from another kiln build */
 };
 
 struct kiln_query {

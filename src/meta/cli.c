@@ -23,7 +23,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: kiln meta TOOL[,TOOL...] BINARY [--format text|json|c] [-o FILE]\n"
 		"       kiln meta all BINARY [--format text|json|c] --out-dir DIR\n"
-		"       (and --debug-root DIR, --stats)\n\n"
+		"       (and --debug-root DIR, --stats)\n"
+		"       kiln meta run|serve|stats|stop ...   the meta server (docs/meta-server.md)\n\n"
 		"Reads BINARY's ELF and DWARF once, then runs each tool over it. A separate\n"
 		"debug file is found by build id or .gnu_debuglink under --debug-root DIR\n"
 		"(default /usr/lib/debug) or next to BINARY. --stats prints counts and\n"
@@ -163,7 +164,13 @@ static int open_output(struct output *o, const char *path, const struct meta_cli
 	return 0;
 }
 
-/* Flushes/commits the output of JOB; on failure drops it (nothing replaced). */
+static int cancelled(const struct meta_cli_env *env)
+{
+	return env->cancel && atomic_load(env->cancel);
+}
+
+/* Flushes/commits the output of JOB; on failure or cancellation drops it
+ * (nothing replaced). */
 static int finish_output(struct output *o, struct meta_job *job, const struct meta_cli_env *env)
 {
 	int rc = job->rc;
@@ -179,6 +186,8 @@ static int finish_output(struct output *o, struct meta_job *job, const struct me
 		return rc;
 	}
 	char err[PATH_MAX + 256];
+	if (!rc && cancelled(env))
+		rc = -1;
 	if (rc) {
 		outfile_abort(&o->file);
 	} else if (outfile_commit(&o->file, err, sizeof err)) {
@@ -294,7 +303,7 @@ int meta_cli_main(int argc, char **argv, const struct meta_cli_env *env)
 		fprintf(env->err, "kiln meta: %s\n", err.msg);
 		return 1;
 	}
-	rc = run_tools(m, &a, sel, nsel, env);
+	rc = cancelled(env) ? 1 : run_tools(m, &a, sel, nsel, env);
 	if (a.stats)
 		fprintf(env->err,
 			"kiln meta: %s: %zu units, %zu type DIEs -> %zu types, %zu functions, %zu variables, "

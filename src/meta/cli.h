@@ -6,7 +6,9 @@
 #ifndef KILN_META_CLI_H
 #define KILN_META_CLI_H
 
+#include <stdatomic.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "meta/model.h"
 
@@ -21,6 +23,13 @@ struct meta_cli_env {
 			 struct meta_model **out, struct meta_err *err);
 	void (*put_model)(void *ctx, struct meta_model *m);
 	void *ctx;
+	/* Optional: set (by another thread) to cancel the command: it then
+	 * stops before running the tools and never renames an output file
+	 * into place. */
+	const atomic_int *cancel;
+	/* The process the command runs for (names temporary files, as in
+	 * standalone runs); 0 = this one. */
+	pid_t pid;
 };
 
 /* Runs `kiln meta ARGS...` (argv[0] is "meta"). Returns the exit status:

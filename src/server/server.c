@@ -83,6 +83,8 @@ static void drop(struct loop *l, int fd)
 	epoll_ctl(l->ep, EPOLL_CTL_DEL, fd, NULL);
 	close(fd);
 	l->conns[fd].open = false;
+	if (l->conns[fd].greeted && l->svc->closed)
+		l->svc->closed(l->svc->ctx, l->conns[fd].client);
 }
 
 /* Sends REFUSED and closes once the peer's pending messages are read:
@@ -156,8 +158,8 @@ static void accept_all(struct loop *l, int lfd)
 
 static void malformed(struct loop *l, int fd, const char *why)
 {
-	fprintf(stderr, "kiln trace: server: closing the connection of pid %ld: %s\n",
-		(long)l->conns[fd].pid, why);
+	fprintf(stderr, "%s: server: closing the connection of pid %ld: %s\n",
+		l->svc->name ? l->svc->name : "kiln trace", (long)l->conns[fd].pid, why);
 	l->stats->closed_malformed++;
 	drop(l, fd);
 }
@@ -174,7 +176,10 @@ static void serve_one(struct loop *l, int fd)
 		return;
 	}
 	struct kiln_msg_hdr h;
-	ssize_t n = kiln_msg_recv(fd, l->buf, KILN_MSG_MAX, &h, MSG_DONTWAIT);
+	int fds[KILN_MSG_MAX_FDS];
+	size_t nfds = 0;
+	ssize_t n = kiln_msg_recv_fds(fd, l->buf, KILN_MSG_MAX, &h, MSG_DONTWAIT, fds,
+				      l->svc->message_fds ? KILN_MSG_MAX_FDS : 0, &nfds);
 	if (n == -2) {
 		drop(l, fd);
 		return;
@@ -192,17 +197,21 @@ static void serve_one(struct loop *l, int fd)
 	}
 	const char *payload = l->buf + sizeof h;
 	if (!c->greeted) {
+		for (size_t i = 0; i < nfds; i++)
+			close(fds[i]);
 		if (h.type != KILN_MSG_HELLO || h.flags) {
 			malformed(l, fd, "first message is not HELLO");
 			return;
 		}
-		int rc = kiln_hello_check(payload, (size_t)n, l->svc->role);
+		int rc = kiln_hello_check_ident(payload, (size_t)n, l->svc->role, l->svc->ident,
+						l->svc->identlen);
 		if (rc < 0) {
 			malformed(l, fd, "bad HELLO (magic, role or size)");
 			return;
 		}
 		if (rc > 0) {
-			refuse(l, fd, (uint32_t)rc, "protocol version mismatch");
+			refuse(l, fd, (uint32_t)rc, rc == KILN_REFUSE_BUILD ? "client from another kiln build"
+									     : "protocol version mismatch");
 			return;
 		}
 		size_t cl = kiln_proc_cmdline(c->pid, l->cmdline, CMDLINE_MAX);
@@ -219,7 +228,10 @@ static void serve_one(struct loop *l, int fd)
 		return;
 	}
 	errno = EPROTO; /* what a validation failure (no syscall) leaves */
-	if (l->svc->message(l->svc->ctx, c->client, fd, &h, payload, (size_t)n) < 0) {
+	int rc = l->svc->message_fds
+			 ? l->svc->message_fds(l->svc->ctx, c->client, fd, &h, payload, (size_t)n, fds, nfds)
+			 : l->svc->message(l->svc->ctx, c->client, fd, &h, payload, (size_t)n);
+	if (rc < 0) {
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
 			malformed(l, fd, "client does not read its answers");
 		else if (errno == EPIPE || errno == ECONNRESET)

@@ -21,6 +21,19 @@ struct kiln_service {
 	 * MSG_DONTWAIT. Returns 0 to keep the connection, -1 to close it. */
 	int (*message)(void *ctx, int client, int fd, const struct kiln_msg_hdr *h,
 		       const void *payload, size_t len);
+	/* Optional, for services whose clients pass descriptors: called instead
+	 * of `message`, with the descriptors that came with it (SCM_RIGHTS),
+	 * which it owns. Without it, descriptors sent by a client are closed. */
+	int (*message_fds)(void *ctx, int client, int fd, const struct kiln_msg_hdr *h,
+			   const void *payload, size_t len, int *fds, size_t nfds);
+	/* Optional: the connection of a greeted client is closed (it hung up,
+	 * or sent something malformed). Not called when the server stops. */
+	void (*closed)(void *ctx, int client);
+	/* Optional: the build identity a HELLO must carry after its struct
+	 * (kiln_hello_check_ident); identlen 0 = none. */
+	const unsigned char *ident;
+	size_t identlen;
+	const char *name; /* in messages; NULL = "kiln trace" */
 };
 
 struct kiln_server_stats {
