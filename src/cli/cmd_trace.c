@@ -3,13 +3,13 @@
  * the report and exits with the command's status. */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -19,6 +19,7 @@
 #include "ipc/proto.h"
 #include "registry/registry.h"
 #include "trace/service/policy.h"
+#include "trace/service/rundir.h"
 #include "trace/service/trace_server.h"
 
 /* Exit status when kiln itself fails (as env(1) and nice(1) do). */
@@ -248,18 +249,11 @@ static int find_preload(char *out, size_t len)
 	return -1;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
 static void remove_run_dir(const char *dir)
 {
-	if (nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS) < 0)
-		fprintf(stderr, "kiln trace: cannot remove run directory %s: %s\n", dir, strerror(errno));
+	char err[PATH_MAX + 128];
+	if (trace_rundir_remove(dir, err, sizeof err) < 0)
+		fprintf(stderr, "kiln trace: %s\n", err);
 }
 
 static void describe_status(char *buf, size_t len, int st)
@@ -291,9 +285,14 @@ fail:
 }
 
 static void exec_command(const struct opts *o, const char *preload, const char *sock,
-			 const char *rundir, bool own_tty)
+			 const char *rundir, bool own_tty, pid_t kiln)
 {
 	setpgid(0, 0);
+	/* If kiln dies, so does the build's first process at once (the server
+	 * then ends the rest, see trace_end_build). */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != kiln)
+		_exit(EXIT_KILN);
 	if (own_tty) /* before it can read the terminal (kiln does the same: no race) */
 		tcsetpgrp(STDIN_FILENO, getpid());
 	const char *old = getenv("LD_PRELOAD");
@@ -369,7 +368,11 @@ static int run_trace(struct opts *op)
 	}
 	if (server == 0) {
 		/* The server ignores the terminal's signals: kiln forwards them to
-		 * the build and ends the server through the lifeline. */
+		 * the build and ends the server through the lifeline. Its own
+		 * process group: a kill of kiln's group leaves it alive to end
+		 * the build and clean up. */
+		setpgid(0, 0);
+		signal(SIGTTOU, SIG_IGN);
 		signal(SIGINT, SIG_IGN);
 		signal(SIGQUIT, SIG_IGN);
 		signal(SIGHUP, SIG_IGN);
@@ -385,7 +388,7 @@ static int run_trace(struct opts *op)
 		struct trace_server_config cfg = {
 			.db = o.db, .deps = o.deps, .ndeps = o.ndeps, .control = o.control,
 			.policy = &policy, .report_only = o.report_only, .json = o.json,
-			.log = o.log, .socket = sock,
+			.log = o.log, .socket = sock, .rundir = rundir,
 		};
 		int rc = trace_server_main(&cfg, ready[1], life[0]);
 		fflush(NULL);
@@ -431,6 +434,7 @@ static int run_trace(struct opts *op)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	sigaction(SIGQUIT, &sa, NULL);
+	pid_t kiln = getpid();
 	pid_t cmd = fork();
 	if (cmd < 0) {
 		fprintf(stderr, "kiln trace: cannot run %s: %s\n", o.command[0], strerror(errno));
@@ -440,9 +444,14 @@ static int run_trace(struct opts *op)
 		goto fail;
 	}
 	if (cmd == 0)
-		exec_command(&o, preload, sock, rundir, own_tty);
+		exec_command(&o, preload, sock, rundir, own_tty, kiln);
 	setpgid(cmd, cmd);
 	build_pgid = cmd;
+	char pgnote[32];
+	int pgn = snprintf(pgnote, sizeof pgnote, "pgid %ld\n", (long)cmd);
+	if (write(life[1], pgnote, (size_t)pgn) < 0) {
+		/* the server died just now: waitpid tells */
+	}
 	if (own_tty)
 		tcsetpgrp(STDIN_FILENO, cmd);
 

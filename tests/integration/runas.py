@@ -1,0 +1,85 @@
+"""Running `kiln trace` as root and as an unprivileged user (nobody), for
+the sandbox-integrity tests whose answers can differ between the two: a
+small world (manifest registry, build directory) both can use."""
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+USERS = [pytest.param([], id="root"), pytest.param(NOBODY, id="nobody")]
+
+
+class World:
+    """sys/usr/include with dep.h (declared), foo.h (libfoo-dev, not
+    declared), base.h (Essential); a registry; build/ owned by the user."""
+
+    def __init__(self, kiln_bin, runas):
+        self.runas = runas
+        self.kiln = str(kiln_bin)
+        self.top = tempfile.mkdtemp(prefix="kiln-int-", dir="/tmp")
+        os.chmod(self.top, 0o755)
+        self.sys = os.path.join(self.top, "sys")
+        self.inc = os.path.join(self.sys, "usr", "include")
+        self.build = os.path.join(self.top, "build")
+        os.makedirs(self.inc)
+        os.makedirs(self.build)
+        for name in ("dep.h", "foo.h", "base.h"):
+            with open(os.path.join(self.inc, name), "w") as f:
+                f.write(name + "\n")
+        S = self.sys
+        manifest = os.path.join(self.top, "manifest")
+        with open(manifest, "w") as f:
+            f.write(f"""Package: base
+Version: 1
+Essential: yes
+Files:
+ {S}/
+ {S}/usr/
+ {S}/usr/include/
+ {S}/usr/include/base.h
+
+Package: libdep-dev
+Version: 1
+Files:
+ {S}/usr/include/dep.h
+
+Package: libfoo-dev
+Version: 1
+Files:
+ {S}/usr/include/foo.h
+""")
+        self.db = os.path.join(self.top, "registry.db")
+        r = subprocess.run([self.kiln, "registry", "--db", self.db, "import", "manifest", manifest],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        os.chmod(self.db, 0o644)
+        if runas:
+            pw = pwd.getpwnam("nobody")
+            os.chown(self.build, pw.pw_uid, pw.pw_gid)
+        self.args = ["--db", self.db, "--deps", "libdep-dev", "--ask", self.sys]
+
+    def cmd(self, *trace_args, command):
+        return [*self.runas, self.kiln, "trace", *self.args, *map(str, trace_args), "--", *command]
+
+    def popen(self, *trace_args, command, **kw):
+        kw.setdefault("stdout", subprocess.PIPE)
+        kw.setdefault("stderr", subprocess.PIPE)
+        return subprocess.Popen(self.cmd(*trace_args, command=command), cwd=self.build, **kw)
+
+    def run(self, *trace_args, command, timeout=60, **kw):
+        return subprocess.run(self.cmd(*trace_args, command=command), cwd=self.build,
+                              capture_output=True, text=True, timeout=timeout, **kw)
+
+    def cleanup(self):
+        shutil.rmtree(self.top, ignore_errors=True)
+
+
+@pytest.fixture(params=USERS)
+def uworld(request, kiln_bin):
+    w = World(kiln_bin, request.param)
+    yield w
+    w.cleanup()
