@@ -352,6 +352,16 @@ static int run_trace(struct opts *op)
 		remove_run_dir(rundir);
 		goto fail;
 	}
+	/* kiln's own state is out of the build's reach: the run directory (the
+	 * socket, the cache) is hidden from it and cannot be renamed, replaced
+	 * or written; kiln's library reaches it with raw system calls. */
+	char perr[PATH_MAX + 128];
+	if (policy_add(&policy, POLICY_DENY, rundir, perr, sizeof perr) < 0) {
+		fprintf(stderr, "kiln trace: %s\n", perr);
+		remove_run_dir(rundir);
+		goto fail;
+	}
+	policy_compile(&policy);
 
 	int ready[2], life[2];
 	if (pipe2(ready, O_CLOEXEC) < 0 || pipe2(life, O_CLOEXEC) < 0) {

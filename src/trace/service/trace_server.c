@@ -35,7 +35,7 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	int listen_fd = -1, rc = TRACE_SERVER_FAILED;
 	pid_t kiln = getppid();
 
-	struct kiln_registry *reg = registry_open(cfg->db, REGISTRY_RDONLY, err, sizeof err);
+	struct kiln_registry *reg = registry_open(cfg->db, REGISTRY_SNAPSHOT, err, sizeof err);
 	if (!reg)
 		goto fail;
 	if (cfg->control &&
