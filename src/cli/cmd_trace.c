@@ -285,7 +285,7 @@ fail:
 }
 
 static void exec_command(const struct opts *o, const char *preload, const char *sock,
-			 const char *rundir, bool own_tty, pid_t kiln)
+			 const char *rundir, bool own_tty, pid_t kiln, bool allow_ns)
 {
 	setpgid(0, 0);
 	/* If kiln dies, so does the build's first process at once (the server
@@ -300,7 +300,8 @@ static void exec_command(const struct opts *o, const char *preload, const char *
 	if (old && *old ? asprintf(&ld, "%s:%s", preload, old) < 0 : asprintf(&ld, "%s", preload) < 0)
 		_exit(EXIT_KILN);
 	if (setenv("LD_PRELOAD", ld, 1) < 0 || setenv(KILN_ENV_SOCKET, sock, 1) < 0 ||
-	    setenv(KILN_ENV_PRELOAD, preload, 1) < 0 || setenv(KILN_ENV_RUNDIR, rundir, 1) < 0)
+	    setenv(KILN_ENV_PRELOAD, preload, 1) < 0 || setenv(KILN_ENV_RUNDIR, rundir, 1) < 0 ||
+	    setenv(KILN_ENV_NAMESPACES, allow_ns ? "allow" : "refuse", 1) < 0)
 		_exit(EXIT_KILN);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
@@ -454,7 +455,7 @@ static int run_trace(struct opts *op)
 		goto fail;
 	}
 	if (cmd == 0)
-		exec_command(&o, preload, sock, rundir, own_tty, kiln);
+		exec_command(&o, preload, sock, rundir, own_tty, kiln, policy.allow_namespaces);
 	setpgid(cmd, cmd);
 	build_pgid = cmd;
 	char pgnote[32];

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -46,6 +47,8 @@ ssize_t __readlinkat_chk(int dirfd, const char *path, char *buf, size_t n, size_
 #define NOFOL  KILN_Q_NOFOLLOW
 #define P(dirfd, path, acc, qf)        kt_check((dirfd), (path), (acc), (qf), 0)
 #define PAT(dirfd, path, acc, qf, atf) kt_check((dirfd), (path), (acc), (qf), (atf))
+#define NS(flags)                      kt_ns_refused(flags)
+#define NS_ALWAYS                      KT_NS_ALWAYS
 
 static inline unsigned kt_access_class(int mode)
 {

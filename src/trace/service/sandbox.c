@@ -194,6 +194,36 @@ static bool is_fd_magic_link(const char *p)
 	return all_digits(p, strlen(p));
 }
 
+/* /proc/PID/root or /proc/PID/cwd (or under task/TID/) of a process in
+ * another mount namespace: the kernel follows it into a tree the server
+ * cannot resolve (readlink shows a path of that namespace). True also when
+ * the namespace cannot be read: never answer ALLOW for such a path. */
+static bool proc_link_elsewhere(const char *p)
+{
+	if (strncmp(p, "/proc/", 6))
+		return false;
+	const char *q = p + 6;
+	size_t n = strcspn(q, "/");
+	if (!all_digits(q, n))
+		return false;
+	const char *pid_end = q + n;
+	q = pid_end;
+	if (!strncmp(q, "/task/", 6)) {
+		q += 6;
+		n = strcspn(q, "/");
+		if (!all_digits(q, n))
+			return false;
+		q += n;
+	}
+	if (strcmp(q, "/root") && strcmp(q, "/cwd"))
+		return false;
+	char ns[64];
+	snprintf(ns, sizeof ns, "%.*s/ns/mnt", (int)(pid_end - p), p);
+	struct stat theirs, ours;
+	return stat(ns, &theirs) < 0 || stat("/proc/self/ns/mnt", &ours) < 0 ||
+	       theirs.st_ino != ours.st_ino || theirs.st_dev != ours.st_dev;
+}
+
 /* Appends the rest of a path lexically (for a path that does not exist):
  * "." dropped, ".." pops. Returns the new length or -1 if too long. */
 static long append_lexical(char *cur, size_t clen, const char *rest)
@@ -311,8 +341,16 @@ static enum walk_outcome walk(struct sandbox *s, pid_t pid, const char *path, bo
 			w->stable = false;
 		struct stat st;
 		if (lstat(cur, &st) < 0) {
-			/* Does not exist (or cannot be searched): the kernel fails the
-			 * call itself; the rest only matters for the write check. */
+			/* Only "does not exist" is the kernel's answer too; any other
+			 * failure (a canonical form past PATH_MAX, EACCES, EIO...)
+			 * says nothing about what the build's call reaches: fail
+			 * closed. */
+			if (errno != ENOENT && errno != ENOTDIR) {
+				fail(d, path);
+				return WALK_FAILED;
+			}
+			/* Does not exist: the kernel fails the call itself; the
+			 * rest only matters for the write check. */
 			long l = append_lexical(cur, clen, s->todo + tpos);
 			if (l < 0) {
 				fail(d, path);
@@ -337,11 +375,17 @@ static enum walk_outcome walk(struct sandbox *s, pid_t pid, const char *path, bo
 				w->is_link = true;
 				break;
 			}
+			if (proc_link_elsewhere(cur)) {
+				fail(d, path);
+				return WALK_FAILED;
+			}
 			if (++links > MAX_LINKS)
 				break; /* ELOOP for the kernel too */
 			ssize_t tl = readlink(cur, s->tmp, SBX_BUF - 1);
-			if (tl <= 0)
-				break;
+			if (tl <= 0) {
+				fail(d, path); /* changed under us: fail closed */
+				return WALK_FAILED;
+			}
 			size_t rest = strlen(s->todo + tpos);
 			if ((size_t)tl + 1 + rest + 1 > SBX_BUF) {
 				fail(d, path);
