@@ -89,6 +89,16 @@ unsigned kt_open_qflags(int flags);
 unsigned kt_fopen_access(const char *mode);
 unsigned kt_fopen_qflags(const char *mode);
 
+/* ---- fdcheck.c: files named by an fd or a socket address -------------- */
+
+/* A metadata write (access class) through fd: 0 if the fd was opened for
+ * writing (checked then), else the answer for the fd's file. */
+int kt_check_fd_write(int fd, unsigned access);
+
+/* A named AF_UNIX address (bind: CREATE; connect, sendto: STAT): checked as
+ * its path; 0 for any other address. */
+int kt_check_sockaddr(const void *addr, unsigned len, unsigned access);
+
 /* ---- ns.c: changes of root, mounts and namespaces ------------------- */
 
 /* EPERM if a call with these clone/unshare flags (KT_NS_ALWAYS: chroot,

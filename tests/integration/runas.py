@@ -15,7 +15,9 @@ USERS = [pytest.param([], id="root"), pytest.param(NOBODY, id="nobody")]
 
 class World:
     """sys/usr/include with dep.h (declared), foo.h (libfoo-dev, not
-    declared), base.h (Essential); a registry; build/ owned by the user."""
+    declared), base.h (Essential); sys/usr/lib/foo/ a directory of
+    libfoo-dev (hidden, with a file x in it); a registry; build/ owned by
+    the user."""
 
     def __init__(self, kiln_bin, runas):
         self.runas = runas
@@ -25,8 +27,12 @@ class World:
         self.sys = os.path.join(self.top, "sys")
         self.inc = os.path.join(self.sys, "usr", "include")
         self.build = os.path.join(self.top, "build")
+        self.lib = os.path.join(self.sys, "usr", "lib")
         os.makedirs(self.inc)
+        os.makedirs(os.path.join(self.lib, "foo"))
         os.makedirs(self.build)
+        with open(os.path.join(self.lib, "foo", "x"), "w") as f:
+            f.write("x\n")
         for name in ("dep.h", "foo.h", "base.h"):
             with open(os.path.join(self.inc, name), "w") as f:
                 f.write(name + "\n")
@@ -40,6 +46,7 @@ Files:
  {S}/
  {S}/usr/
  {S}/usr/include/
+ {S}/usr/lib/
  {S}/usr/include/base.h
 
 Package: libdep-dev
@@ -51,6 +58,8 @@ Package: libfoo-dev
 Version: 1
 Files:
  {S}/usr/include/foo.h
+ {S}/usr/lib/foo/
+ {S}/usr/lib/foo/x
 """)
         self.db = os.path.join(self.top, "registry.db")
         r = subprocess.run([self.kiln, "registry", "--db", self.db, "import", "manifest", manifest],

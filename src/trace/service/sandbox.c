@@ -451,6 +451,28 @@ static enum walk_outcome walk_recall(const struct walk_entry *e, struct walk *w,
 	return WALK_DONE;
 }
 
+/* The policy action a name at `node` would have if it did not exist: its
+ * own, unless a deny rule covers it (that rule is what hides it); then the
+ * action of the area around the rule. */
+static enum policy_action absent_action(struct sandbox *s, const char *node)
+{
+	enum policy_action a = policy_action_for(s->policy, node);
+	set_str(s->tmp, SBX_BUF, node);
+	while (a == POLICY_DENY) {
+		const struct policy_rule *r = policy_match(s->policy, s->tmp);
+		if (!r || r->len <= 1)
+			break;
+		set_str(s->tmp, SBX_BUF, r->prefix);
+		char *slash = strrchr(s->tmp, '/');
+		if (slash == s->tmp)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+		a = policy_action_for(s->policy, s->tmp);
+	}
+	return a;
+}
+
 void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned access,
 		    unsigned qflags, struct sbx_decision *d)
 {
@@ -514,9 +536,13 @@ void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned acc
 	return;
 
 hidden:
-	/* Creating a name that is hidden cannot succeed: refuse it, as the
-	 * kernel would in a read-only directory. */
-	if (access & KILN_A_CREATE)
+	/* A hidden path answers as an absent one would in the same place
+	 * (docs/policy.md): where writes are refused, a write, create or
+	 * delete is refused whether the name exists or not; and creating a
+	 * hidden name cannot succeed anywhere (it would clobber the hidden
+	 * file). Still reported as hidden. */
+	if ((access & KILN_A_CREATE) ||
+	    ((access & (KILN_A_WRITE | KILN_A_DELETE)) && absent_action(s, d->node) != POLICY_ALLOW))
 		d->verdict = KILN_V_DENY;
 }
 
