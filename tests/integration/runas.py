@@ -9,6 +9,35 @@ import tempfile
 
 import pytest
 
+# The start of every probe script run under `kiln trace`: call(name, r)
+# prints a libc call's result (OK or the errno name), show(name, f) a Python
+# call's, one "name RESULT" line each.
+PROBE_PRELUDE = r'''
+import ctypes, errno, os, socket, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def call(name, r):
+    e = ctypes.get_errno()
+    print(name, "OK" if r >= 0 else errno.errorcode.get(e, e), flush=True)
+    ctypes.set_errno(0)
+def show(name, f):
+    try:
+        f()
+        print(name, "OK", flush=True)
+    except OSError as e:
+        print(name, errno.errorcode[e.errno], flush=True)
+b = lambda s: s.encode()
+'''
+
+def manifest_text(packages):
+    """A registry manifest (docs/registry.md): packages is a list of
+    (name, essential, [file lines])."""
+    out = []
+    for name, essential, files in packages:
+        out.append(f"Package: {name}\nVersion: 1\n" + ("Essential: yes\n" if essential else "") +
+                   "Files:\n" + "".join(f" {f}\n" for f in files))
+    return "\n".join(out)
+
+
 NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
 USERS = [pytest.param([], id="root"), pytest.param(NOBODY, id="nobody")]
 
@@ -39,28 +68,14 @@ class World:
         S = self.sys
         manifest = os.path.join(self.top, "manifest")
         with open(manifest, "w") as f:
-            f.write(f"""Package: base
-Version: 1
-Essential: yes
-Files:
- {S}/
- {S}/usr/
- {S}/usr/include/
- {S}/usr/lib/
- {S}/usr/include/base.h
+            f.write(manifest_text([
+                ("base", True, [f"{S}/", f"{S}/usr/", f"{S}/usr/include/", f"{S}/usr/lib/",
+                                f"{S}/usr/include/base.h"]),
+                ("libdep-dev", False, [f"{S}/usr/include/dep.h"]),
+                ("libfoo-dev", False, [f"{S}/usr/include/foo.h", f"{S}/usr/lib/foo/",
+                                       f"{S}/usr/lib/foo/x"]),
+            ]))
 
-Package: libdep-dev
-Version: 1
-Files:
- {S}/usr/include/dep.h
-
-Package: libfoo-dev
-Version: 1
-Files:
- {S}/usr/include/foo.h
- {S}/usr/lib/foo/
- {S}/usr/lib/foo/x
-""")
         self.db = os.path.join(self.top, "registry.db")
         r = subprocess.run([self.kiln, "registry", "--db", self.db, "import", "manifest", manifest],
                            capture_output=True, text=True, timeout=60)

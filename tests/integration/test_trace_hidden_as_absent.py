@@ -6,16 +6,9 @@ call is made on a hidden path and on a path that does not exist in the same
 place, and the two answers compared. As root and as nobody."""
 import os
 
-from runas import uworld  # noqa: F401 (fixture)
+from runas import PROBE_PRELUDE, uworld  # noqa: F401 (fixture)
 
-PROBE = r'''
-import errno, os, socket, sys
-def show(name, f):
-    try:
-        f()
-        print(name, "OK", flush=True)
-    except OSError as e:
-        print(name, errno.errorcode[e.errno], flush=True)
+PROBE = PROBE_PRELUDE + r'''
 for label, p in zip(sys.argv[1::2], sys.argv[2::2]):
     show(f"{label}:chmod", lambda: os.chmod(p, 0o644))
     show(f"{label}:chown", lambda: os.chown(p, -1, -1))

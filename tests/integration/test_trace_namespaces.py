@@ -9,49 +9,42 @@ import os
 import subprocess
 import time
 
-from runas import uworld  # noqa: F401 (fixture)
+from runas import PROBE_PRELUDE, uworld  # noqa: F401 (fixture)
 
-PROBE = r'''
-import ctypes, errno, os, sys
-libc = ctypes.CDLL(None, use_errno=True)
+PROBE = PROBE_PRELUDE + r'''
 NR = dict(chroot=161, mount=165, umount2=166, pivot_root=155, unshare=272, setns=308,
           open_tree=428, move_mount=429, fsopen=430, fsmount=432, fspick=433, clone3=435,
           openat2=437, mount_setattr=442)
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x20000, 0x10000000, 0x20000000
 tmp = sys.argv[1]
-def show(name, r):
-    e = ctypes.get_errno()
-    print(name, "OK" if r >= 0 else errno.errorcode.get(e, e), flush=True)
-    ctypes.set_errno(0)
-b = lambda s: s.encode()
-show("chroot", libc.chroot(b(tmp)))
-show("unshare-ns", libc.unshare(CLONE_NEWNS))
-show("unshare-user", libc.unshare(CLONE_NEWUSER))
-show("unshare-user-ns", libc.unshare(CLONE_NEWUSER | CLONE_NEWNS))
-show("mount", libc.mount(b"none", b(tmp), b"tmpfs", 0, None))
-show("umount2", libc.umount2(b(tmp), 0))
+call("chroot", libc.chroot(b(tmp)))
+call("unshare-ns", libc.unshare(CLONE_NEWNS))
+call("unshare-user", libc.unshare(CLONE_NEWUSER))
+call("unshare-user-ns", libc.unshare(CLONE_NEWUSER | CLONE_NEWNS))
+call("mount", libc.mount(b"none", b(tmp), b"tmpfs", 0, None))
+call("umount2", libc.umount2(b(tmp), 0))
 fd = os.open("/proc/1/ns/mnt", os.O_RDONLY) if os.access("/proc/1/ns/mnt", os.R_OK) else os.open("/proc/self/ns/mnt", os.O_RDONLY)
-show("setns", libc.setns(fd, 0))
-show("fsopen", libc.fsopen(b"tmpfs", 0))
-show("open_tree-clone", libc.open_tree(-100, b(tmp), 1))      # OPEN_TREE_CLONE
-show("sys-chroot", libc.syscall(NR["chroot"], b(tmp)))
-show("sys-unshare", libc.syscall(NR["unshare"], CLONE_NEWUSER | CLONE_NEWNS))
-show("sys-mount", libc.syscall(NR["mount"], b"none", b(tmp), b"tmpfs", 0, None))
-show("sys-pivot_root", libc.syscall(NR["pivot_root"], b(tmp), b(tmp)))
-show("sys-setns", libc.syscall(NR["setns"], fd, 0))
-show("sys-fsopen", libc.syscall(NR["fsopen"], b"tmpfs", 0))
-show("sys-open_tree-clone", libc.syscall(NR["open_tree"], -100, b(tmp), 1))
+call("setns", libc.setns(fd, 0))
+call("fsopen", libc.fsopen(b"tmpfs", 0))
+call("open_tree-clone", libc.open_tree(-100, b(tmp), 1))      # OPEN_TREE_CLONE
+call("sys-chroot", libc.syscall(NR["chroot"], b(tmp)))
+call("sys-unshare", libc.syscall(NR["unshare"], CLONE_NEWUSER | CLONE_NEWNS))
+call("sys-mount", libc.syscall(NR["mount"], b"none", b(tmp), b"tmpfs", 0, None))
+call("sys-pivot_root", libc.syscall(NR["pivot_root"], b(tmp), b(tmp)))
+call("sys-setns", libc.syscall(NR["setns"], fd, 0))
+call("sys-fsopen", libc.syscall(NR["fsopen"], b"tmpfs", 0))
+call("sys-open_tree-clone", libc.syscall(NR["open_tree"], -100, b(tmp), 1))
 class CloneArgs(ctypes.Structure):
     _fields_ = [(n, ctypes.c_uint64) for n in ("flags", "pidfd", "child_tid", "parent_tid",
                 "exit_signal", "stack", "stack_size", "tls", "set_tid", "set_tid_size", "cgroup")]
 ca = CloneArgs(flags=CLONE_NEWUSER, exit_signal=17)
-show("sys-clone3", libc.syscall(NR["clone3"], ctypes.byref(ca), ctypes.sizeof(ca)))
+call("sys-clone3", libc.syscall(NR["clone3"], ctypes.byref(ca), ctypes.sizeof(ca)))
 CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
 child = CB(lambda _: 0)
 stack = ctypes.create_string_buffer(65536)
 top = ctypes.c_void_p(ctypes.addressof(stack) + 65536 - 64)
 r = libc.clone(child, top, CLONE_NEWUSER | 17, None)
-show("clone", r)
+call("clone", r)
 if r > 0:
     os.waitpid(r, 0)
 '''

@@ -10,66 +10,47 @@ import socket
 import subprocess
 import time
 
-from runas import uworld  # noqa: F401 (fixture)
+from runas import PROBE_PRELUDE, uworld  # noqa: F401 (fixture)
 
-PROBE = r'''
-import ctypes, errno, os, socket, struct, sys
-libc = ctypes.CDLL(None, use_errno=True)
-def show(name, r):
-    e = ctypes.get_errno()
-    print(name, "OK" if r >= 0 else errno.errorcode.get(e, e), flush=True)
-    ctypes.set_errno(0)
-def pyshow(name, f):
-    try:
-        f()
-        print(name, "OK", flush=True)
-    except OSError as e:
-        print(name, errno.errorcode[e.errno], flush=True)
-b = lambda s: s.encode()
-# argv: label path [socket path]
+PROBE = PROBE_PRELUDE + r'''
+# argv: label path ...
 for label, path in zip(sys.argv[1::2], sys.argv[2::2]):
     h = ctypes.create_string_buffer(8 + 128)
     struct.pack_into("I", h, 0, 128)
     mnt = ctypes.c_int()
-    show(f"{label}:name_to_handle_at", libc.name_to_handle_at(-100, b(path), h, ctypes.byref(mnt), 0x400))
+    call(f"{label}:name_to_handle_at", libc.name_to_handle_at(-100, b(path), h, ctypes.byref(mnt), 0x400))
     ino = libc.inotify_init1(0)
-    show(f"{label}:inotify_add_watch", libc.inotify_add_watch(ino, b(path), 0xfff))
-    show(f"{label}:inotify_add_watch-nofollow", libc.inotify_add_watch(ino, b(path), 0xfff | 0x02000000))
+    call(f"{label}:inotify_add_watch", libc.inotify_add_watch(ino, b(path), 0xfff))
+    call(f"{label}:inotify_add_watch-nofollow", libc.inotify_add_watch(ino, b(path), 0xfff | 0x02000000))
     buf = ctypes.create_string_buffer(256)
-    show(f"{label}:statfs", libc.statfs(b(path), buf))
-    show(f"{label}:getxattr", libc.getxattr(b(path), b"user.x", buf, 256))
-    show(f"{label}:listxattr", libc.listxattr(b(path), buf, 256))
-    show(f"{label}:lgetxattr", libc.lgetxattr(b(path), b"user.x", buf, 256))
+    call(f"{label}:statfs", libc.statfs(b(path), buf))
+    call(f"{label}:getxattr", libc.getxattr(b(path), b"user.x", buf, 256))
+    call(f"{label}:listxattr", libc.listxattr(b(path), buf, 256))
+    call(f"{label}:lgetxattr", libc.lgetxattr(b(path), b"user.x", buf, 256))
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    pyshow(f"{label}:connect", lambda: s.connect(path))
+    show(f"{label}:connect", lambda: s.connect(path))
     d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    pyshow(f"{label}:sendto", lambda: d.sendto(b"x", path))
+    show(f"{label}:sendto", lambda: d.sendto(b"x", path))
     s2 = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    pyshow(f"{label}:bind-inside", lambda: s2.bind(path + "/new.sock"))
-    pyshow(f"{label}:mkfifo-inside", lambda: os.mkfifo(path + "/new.fifo"))
+    show(f"{label}:bind-inside", lambda: s2.bind(path + "/new.sock"))
+    show(f"{label}:mkfifo-inside", lambda: os.mkfifo(path + "/new.fifo"))
 '''
 
-FD_PROBE = r'''
-import ctypes, errno, os, sys
-libc = ctypes.CDLL(None, use_errno=True)
-def show(name, r):
-    e = ctypes.get_errno()
-    print(name, "OK" if r >= 0 else errno.errorcode.get(e, e), flush=True)
-    ctypes.set_errno(0)
+FD_PROBE = PROBE_PRELUDE + r'''
 for label, path in zip(sys.argv[1::2], sys.argv[2::2]):
     fd = os.open(path, os.O_RDONLY)
     pfd = os.open(path, os.O_PATH)
     mode = os.stat(path).st_mode & 0o7777
     st = os.stat(path)
-    show(f"{label}:fchmod", libc.fchmod(fd, mode))
-    show(f"{label}:fchown", libc.fchown(fd, st.st_uid, st.st_gid))
-    show(f"{label}:futimens", libc.futimens(fd, None))
-    show(f"{label}:futimes", libc.futimes(fd, None))
-    show(f"{label}:utimensat-null", libc.utimensat(fd, None, None, 0))
-    show(f"{label}:fchownat-empty-opath", libc.fchownat(pfd, b"", st.st_uid, st.st_gid, 0x1000))
-    show(f"{label}:fsetxattr", libc.fsetxattr(fd, b"user.kiln", b"1", 1, 0))
-    show(f"{label}:fremovexattr", libc.fremovexattr(fd, b"user.kiln"))
-    show(f"{label}:open_by_handle_at", libc.open_by_handle_at(fd, None, 0))
+    call(f"{label}:fchmod", libc.fchmod(fd, mode))
+    call(f"{label}:fchown", libc.fchown(fd, st.st_uid, st.st_gid))
+    call(f"{label}:futimens", libc.futimens(fd, None))
+    call(f"{label}:futimes", libc.futimes(fd, None))
+    call(f"{label}:utimensat-null", libc.utimensat(fd, None, None, 0))
+    call(f"{label}:fchownat-empty-opath", libc.fchownat(pfd, b"", st.st_uid, st.st_gid, 0x1000))
+    call(f"{label}:fsetxattr", libc.fsetxattr(fd, b"user.kiln", b"1", 1, 0))
+    call(f"{label}:fremovexattr", libc.fremovexattr(fd, b"user.kiln"))
+    call(f"{label}:open_by_handle_at", libc.open_by_handle_at(fd, None, 0))
 '''
 
 

@@ -170,28 +170,34 @@ static bool all_digits(const char *s, size_t n)
 	return true;
 }
 
+/* What follows "/proc/PID" or "/proc/PID/task/TID" in p (NULL if p does not
+ * start that way); *pid_end gets the end of "/proc/PID". */
+static const char *after_proc_pid(const char *p, const char **pid_end)
+{
+	if (strncmp(p, "/proc/", 6))
+		return NULL;
+	const char *q = p + 6;
+	size_t n = strcspn(q, "/");
+	if (!all_digits(q, n))
+		return NULL;
+	q += n;
+	*pid_end = q;
+	if (!strncmp(q, "/task/", 6)) {
+		q += 6;
+		n = strcspn(q, "/");
+		if (!all_digits(q, n))
+			return NULL;
+		q += n;
+	}
+	return q;
+}
+
 /* /proc/PID/fd/N or /proc/PID/task/TID/fd/N: a magic link to a file the
  * process already holds open, reopened by the kernel without a path walk. */
 static bool is_fd_magic_link(const char *p)
 {
-	if (strncmp(p, "/proc/", 6))
-		return false;
-	p += 6;
-	size_t n = strcspn(p, "/");
-	if (!all_digits(p, n))
-		return false;
-	p += n;
-	if (!strncmp(p, "/task/", 6)) {
-		p += 6;
-		n = strcspn(p, "/");
-		if (!all_digits(p, n))
-			return false;
-		p += n;
-	}
-	if (strncmp(p, "/fd/", 4))
-		return false;
-	p += 4;
-	return all_digits(p, strlen(p));
+	const char *pid_end, *q = after_proc_pid(p, &pid_end);
+	return q && !strncmp(q, "/fd/", 4) && all_digits(q + 4, strlen(q + 4));
 }
 
 /* /proc/PID/root or /proc/PID/cwd (or under task/TID/) of a process in
@@ -200,22 +206,8 @@ static bool is_fd_magic_link(const char *p)
  * the namespace cannot be read: never answer ALLOW for such a path. */
 static bool proc_link_elsewhere(const char *p)
 {
-	if (strncmp(p, "/proc/", 6))
-		return false;
-	const char *q = p + 6;
-	size_t n = strcspn(q, "/");
-	if (!all_digits(q, n))
-		return false;
-	const char *pid_end = q + n;
-	q = pid_end;
-	if (!strncmp(q, "/task/", 6)) {
-		q += 6;
-		n = strcspn(q, "/");
-		if (!all_digits(q, n))
-			return false;
-		q += n;
-	}
-	if (strcmp(q, "/root") && strcmp(q, "/cwd"))
+	const char *pid_end, *q = after_proc_pid(p, &pid_end);
+	if (!q || (strcmp(q, "/root") && strcmp(q, "/cwd")))
 		return false;
 	char ns[64];
 	snprintf(ns, sizeof ns, "%.*s/ns/mnt", (int)(pid_end - p), p);
