@@ -115,9 +115,16 @@ $(LIBTRACECORE): $(call obj,$(filter-out src/trace/hooks/%,$(TRACE_SRC)))
 $(KILN): $(call obj,$(CLI_SRC)) $(LIBKILN)
 	$(CC) $(SAN_FLAGS) $(LDFLAGS) -o $@ $(call obj,$(CLI_SRC)) $(LIBKILN) $(PKG_LIBS) -lpthread
 
-# The preload library links only src/shm, src/ipc and its own code.
-$(PRELOAD): $(call objnosan,$(TRACE_SRC) $(SHM_SRC) $(IPC_SRC))
-	$(CC) -shared -Wl,-z,defs -Wl,-z,now $(LDFLAGS) -o $@ $^ -ldl -lpthread
+# The preload library links only src/shm, src/ipc and its own code, and
+# exports nothing but its hooks (the version script is generated from the
+# hook table and the hand-written hooks' KT_EXPORT definitions).
+PRELOAD_MAP := $(BUILD)/libkiln-trace.map
+$(PRELOAD_MAP): src/trace/hooks/exports.sh src/trace/hooks/hooks.def $(wildcard src/trace/hooks/*.c)
+	@mkdir -p $(@D)
+	sh src/trace/hooks/exports.sh "$(CC)" src/trace/hooks > $@.tmp && mv $@.tmp $@
+$(PRELOAD): $(call objnosan,$(TRACE_SRC) $(SHM_SRC) $(IPC_SRC)) $(PRELOAD_MAP)
+	$(CC) -shared -Wl,-z,defs -Wl,-z,now -Wl,--version-script=$(PRELOAD_MAP) $(LDFLAGS) \
+	    -o $@ $(filter %.o,$^) -ldl -lpthread
 
 $(BUILD)/tests/unit/%: tests/unit/%.c $(call obj,$(UNIT_SUPPORT)) $(LIBTRACECORE) $(LIBKILN)
 	@mkdir -p $(@D)

@@ -3,13 +3,13 @@
  * the report and exits with the command's status. */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -23,6 +23,7 @@
 #include "registry/registry.h"
 #include "trace/service/artifacts.h"
 #include "trace/service/policy.h"
+#include "trace/service/rundir.h"
 #include "trace/service/trace_server.h"
 
 /* Exit status when kiln itself fails (as env(1) and nice(1) do). */
@@ -278,18 +279,11 @@ static int find_preload(char *out, size_t len)
 	return -1;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
 static void remove_run_dir(const char *dir)
 {
-	if (nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS) < 0)
-		fprintf(stderr, "kiln trace: cannot remove run directory %s: %s\n", dir, strerror(errno));
+	char err[PATH_MAX + 128];
+	if (trace_rundir_remove(dir, err, sizeof err) < 0)
+		fprintf(stderr, "kiln trace: %s\n", err);
 }
 
 static void describe_status(char *buf, size_t len, int st)
@@ -323,9 +317,15 @@ fail:
 }
 
 static void exec_command(const struct opts *o, const char *preload, const char *sock,
-			 const char *rundir, const char *cache, bool own_tty)
+			 const char *rundir, const char *cache, bool own_tty, pid_t kiln,
+			 bool allow_ns)
 {
 	setpgid(0, 0);
+	/* If kiln dies, so does the build's first process at once (the server
+	 * then ends the rest, see trace_end_build). */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != kiln)
+		_exit(EXIT_KILN);
 	if (own_tty) /* before it can read the terminal (kiln does the same: no race) */
 		tcsetpgrp(STDIN_FILENO, getpid());
 	const char *old = getenv("LD_PRELOAD");
@@ -334,7 +334,8 @@ static void exec_command(const struct opts *o, const char *preload, const char *
 		_exit(EXIT_KILN);
 	if (setenv("LD_PRELOAD", ld, 1) < 0 || setenv(KILN_ENV_SOCKET, sock, 1) < 0 ||
 	    setenv(KILN_ENV_PRELOAD, preload, 1) < 0 || setenv(KILN_ENV_RUNDIR, rundir, 1) < 0 ||
-	    (cache ? setenv(KILN_ENV_CACHE, cache, 1) : unsetenv(KILN_ENV_CACHE)) < 0)
+	    (cache ? setenv(KILN_ENV_CACHE, cache, 1) : unsetenv(KILN_ENV_CACHE)) < 0 ||
+	    setenv(KILN_ENV_NAMESPACES, allow_ns ? "allow" : "refuse", 1) < 0)
 		_exit(EXIT_KILN);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
@@ -408,6 +409,16 @@ static int run_trace(struct opts *op)
 		remove_run_dir(rundir);
 		goto fail;
 	}
+	/* kiln's own state is out of the build's reach: the run directory (the
+	 * socket, the cache) is hidden from it and cannot be renamed, replaced
+	 * or written; kiln's library reaches it with raw system calls. */
+	char perr[PATH_MAX + 128];
+	if (policy_add(&policy, POLICY_DENY, rundir, perr, sizeof perr) < 0) {
+		fprintf(stderr, "kiln trace: %s\n", perr);
+		remove_run_dir(rundir);
+		goto fail;
+	}
+	policy_compile(&policy);
 
 	int ready[2], life[2];
 	if (pipe2(ready, O_CLOEXEC) < 0 || pipe2(life, O_CLOEXEC) < 0) {
@@ -424,7 +435,11 @@ static int run_trace(struct opts *op)
 	}
 	if (server == 0) {
 		/* The server ignores the terminal's signals: kiln forwards them to
-		 * the build and ends the server through the lifeline. */
+		 * the build and ends the server through the lifeline. Its own
+		 * process group: a kill of kiln's group leaves it alive to end
+		 * the build and clean up. */
+		setpgid(0, 0);
+		signal(SIGTTOU, SIG_IGN);
 		signal(SIGINT, SIG_IGN);
 		signal(SIGQUIT, SIG_IGN);
 		signal(SIGHUP, SIG_IGN);
@@ -440,8 +455,8 @@ static int run_trace(struct opts *op)
 		struct trace_server_config cfg = {
 			.db = o.db, .deps = o.deps, .ndeps = o.ndeps, .control = o.control,
 			.policy = &policy, .report_only = o.report_only, .json = o.json,
-			.log = o.log, .report = o.report, .socket = sock, .stats = o.stats,
-			.cache = o.no_cache || o.report_only ? NULL : cache,
+			.log = o.log, .report = o.report, .socket = sock, .rundir = rundir,
+			.stats = o.stats, .cache = o.no_cache || o.report_only ? NULL : cache,
 		};
 		int rc = trace_server_main(&cfg, ready[1], life[0]);
 		fflush(NULL);
@@ -479,6 +494,7 @@ static int run_trace(struct opts *op)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	sigaction(SIGQUIT, &sa, NULL);
+	pid_t kiln = getpid();
 	pid_t cmd = fork();
 	if (cmd < 0) {
 		fprintf(stderr, "kiln trace: cannot run %s: %s\n", o.command[0], strerror(errno));
@@ -488,10 +504,15 @@ static int run_trace(struct opts *op)
 		goto fail;
 	}
 	if (cmd == 0)
-		exec_command(&o, preload, sock, rundir,
-			     o.no_cache || o.report_only ? NULL : cache, own_tty);
+		exec_command(&o, preload, sock, rundir, o.no_cache || o.report_only ? NULL : cache,
+			     own_tty, kiln, policy.allow_namespaces);
 	setpgid(cmd, cmd);
 	build_pgid = cmd;
+	char pgnote[32];
+	int pgn = snprintf(pgnote, sizeof pgnote, "pgid %ld\n", (long)cmd);
+	if (write(life[1], pgnote, (size_t)pgn) < 0) {
+		/* the server died just now: waitpid tells */
+	}
 	if (own_tty)
 		tcsetpgrp(STDIN_FILENO, cmd);
 

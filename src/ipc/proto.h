@@ -21,6 +21,8 @@
 #define KILN_ENV_PRELOAD "KILN_PRELOAD" /* absolute path of libkiln-trace.so */
 #define KILN_ENV_CACHE   "KILN_CACHE"   /* path of the shared verdict cache (later) */
 #define KILN_ENV_RUNDIR  "KILN_RUN_DIR" /* the private run directory */
+#define KILN_ENV_NAMESPACES "KILN_NAMESPACES" /* "allow", else chroot, mount,
+						 unshare... fail with EPERM */
 
 enum kiln_msg_type {
 	KILN_MSG_HELLO       = 1, /* c->s: struct kiln_hello */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "registry/internal.h"
@@ -230,7 +231,8 @@ struct kiln_registry *registry_open(const char *path, int flags, char *err, size
 	}
 	sqlite3_busy_timeout(reg->db, registry_busy_ms());
 	sqlite3_extended_result_codes(reg->db, 0);
-	if (registry_check_schema(reg->db, path, rw, err, errlen)) {
+	if (registry_check_schema(reg->db, path, rw, err, errlen) ||
+	    ((flags & REGISTRY_SNAPSHOT) && registry_snapshot(reg, err, errlen))) {
 		registry_close(reg);
 		return NULL;
 	}
@@ -246,6 +248,8 @@ void registry_close(struct kiln_registry *reg)
 	for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++)
 		sqlite3_finalize(stmts[i]);
 	sqlite3_close(reg->db);
+	if (reg->snap)
+		munmap(reg->snap, reg->snaplen);
 	pthread_mutex_destroy(&reg->lock);
 	free(reg);
 }

@@ -28,7 +28,13 @@ struct kiln_registry {
 	sqlite3_stmt *st_owners, *st_name, *st_dir, *st_resolve, *st_resolve_arch,
 		*st_deps_of, *st_essential;
 	char err[PATH_MAX + 256]; /* last error, for registry_errmsg() */
+	void *snap;               /* REGISTRY_SNAPSHOT: the sealed copy, mapped */
+	size_t snaplen;
 };
+
+/* Replaces the handle's file by a sealed in-memory copy of it, taken under a
+ * read lock (snapshot.c). 0, or -1 with a message naming the file in err. */
+int registry_snapshot(struct kiln_registry *reg, char *err, size_t errlen);
 
 /* Formats a clear message for SQLite result code rc on database `path`. */
 void registry_sql_message(sqlite3 *db, int rc, const char *path, char *err, size_t errlen);

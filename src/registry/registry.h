@@ -23,6 +23,10 @@ struct kiln_registry;
 enum registry_open_flags {
 	REGISTRY_RDONLY = 0,
 	REGISTRY_RDWR = 1,   /* create the database (and its schema) if absent */
+	/* Read-only, and read once: the file is copied into sealed memory at
+	 * open, so nothing done to the file afterwards (a build rewriting it
+	 * in place or through a hard link) changes what the handle answers. */
+	REGISTRY_SNAPSHOT = 2,
 };
 
 enum registry_kind {

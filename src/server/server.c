@@ -156,10 +156,19 @@ static void accept_all(struct loop *l, int lfd)
 	}
 }
 
+/* A fuzzing or broken client must not flood the build's stderr: the first
+ * few closings are told, the rest only counted (and summed up at the end). */
+#define MALFORMED_TOLD 5
+
 static void malformed(struct loop *l, int fd, const char *why)
 {
-	fprintf(stderr, "%s: server: closing the connection of pid %ld: %s\n",
-		l->svc->name ? l->svc->name : "kiln trace", (long)l->conns[fd].pid, why);
+	const char *name = l->svc->name ? l->svc->name : "kiln trace";
+	if (l->stats->closed_malformed < MALFORMED_TOLD)
+		fprintf(stderr, "%s: server: closing the connection of pid %ld: %s\n", name,
+			(long)l->conns[fd].pid, why);
+	else if (l->stats->closed_malformed == MALFORMED_TOLD)
+		fprintf(stderr, "%s: server: more malformed connections; counting them "
+				"without a message\n", name);
 	l->stats->closed_malformed++;
 	drop(l, fd);
 }
@@ -320,6 +329,9 @@ int kiln_server_run(int listen_fd, int lifeline_fd, const struct kiln_service *s
 		}
 	}
 	rc = 0;
+	if (stats->closed_malformed > MALFORMED_TOLD)
+		fprintf(stderr, "kiln trace: server: %lu connections closed as malformed in all\n",
+			(unsigned long)stats->closed_malformed);
 out:
 	for (size_t fd = 0; fd < l.nconns && l.conns; fd++)
 		if (l.conns[fd].open)

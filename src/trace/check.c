@@ -2,6 +2,7 @@
  * the errno the hooked call fails with. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "trace/kt.h"
@@ -24,12 +25,18 @@ int kt_verdict_errno(int verdict, unsigned access)
 
 int kt_check(int dirfd, const char *path, unsigned access, unsigned qflags, int atflags)
 {
+	bool writes = access & (KILN_A_WRITE | KILN_A_CREATE | KILN_A_DELETE);
 	if (!path || (!path[0] && !(atflags & AT_EMPTY_PATH)))
 		return 0; /* the real call reports EFAULT / ENOENT */
-	if (!path[0])
-		return 0; /* AT_EMPTY_PATH: the fd itself, checked when opened */
+	if (!path[0]) /* AT_EMPTY_PATH: the fd itself, checked when opened */
+		return writes ? kt_check_fd_write(dirfd, access) : 0;
 	if (atflags & AT_SYMLINK_NOFOLLOW)
 		qflags |= KILN_Q_NOFOLLOW;
+	/* "link/" and "link/." make the kernel follow the link; the clean
+	 * path sent drops both, so say it. */
+	size_t len = strlen(path);
+	if (path[len - 1] == '/' || (path[len - 1] == '.' && (len == 1 || path[len - 2] == '/')))
+		qflags &= ~KILN_Q_NOFOLLOW;
 	char abs[KT_PATH_BUF];
 	int n = kt_path_at(dirfd, path, abs);
 	if (n < 0)

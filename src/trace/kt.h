@@ -89,6 +89,25 @@ unsigned kt_open_qflags(int flags);
 unsigned kt_fopen_access(const char *mode);
 unsigned kt_fopen_qflags(const char *mode);
 
+/* ---- fdcheck.c: files named by an fd or a socket address -------------- */
+
+/* A metadata write (access class) through fd: 0 if the fd was opened for
+ * writing (checked then), else the answer for the fd's file. */
+int kt_check_fd_write(int fd, unsigned access);
+
+/* A named AF_UNIX address (bind: CREATE; connect, sendto: STAT): checked as
+ * its path; 0 for any other address. */
+int kt_check_sockaddr(const void *addr, unsigned len, unsigned access);
+
+/* ---- ns.c: changes of root, mounts and namespaces ------------------- */
+
+/* EPERM if a call with these clone/unshare flags (KT_NS_ALWAYS: chroot,
+ * mount, setns... whatever their flags) must be refused: they make paths
+ * resolve somewhere the server does not look. 0 if the flags create no
+ * namespace or kiln's policy allows them ("namespaces allow"). */
+#define KT_NS_ALWAYS (~0ul)
+int kt_ns_refused(unsigned long flags);
+
 /* ---- client.c: the connection pool ------------------------------------ */
 
 /* True if fd is one of kiln's own (a pooled connection to the server). */

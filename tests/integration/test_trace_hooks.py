@@ -141,8 +141,8 @@ CASES = {
     "removexattr": [(["removexattr", "{r}/vis/a"], "REAL"), (["removexattr", "{r}/hid/b"], "ENOENT"),
                     (["removexattr", "{r}/ro/f"], "EACCES")],
     "lremovexattr": [(["lremovexattr", "{r}/vis/a"], "REAL"), (["lremovexattr", "{r}/ro/f"], "EACCES")],
-    "chroot": [(["chroot", "{r}/vis"], "OK"), (["chroot", "{r}/hid"], "ENOENT"),
-               (["chroot", "{r}/vis/dirlink"], "ENOENT")],
+    # refused unless kiln trace says "namespaces allow" (test below)
+    "chroot": [(["chroot", "{r}/vis"], "EPERM"), (["chroot", "{r}/hid"], "EPERM")],
     "mknodat": [(["mknodat", "{r}/vis/nn"], "OK"), (["mknodat", "{r}/ro/nn"], "EACCES"),
                 (["mknodat", "{r}/hid/nn"], "EACCES")],
     "__xmknod": [(["__xmknod", "{r}/vis/nn"], "OK"), (["__xmknod", "{r}/ro/nn"], "EACCES")],
@@ -209,6 +209,14 @@ def test_function(tree, func):
         else:
             assert ret == -1, line
     assert "kiln:" not in err
+
+
+def test_chroot_allowed_by_policy_still_checks_its_path(tree):
+    root, srv, _ = tree
+    env = env_for(srv.path, {"KILN_NAMESPACES": "allow"})
+    for path, want in [("vis", "OK"), ("hid", "ENOENT"), ("vis/dirlink", "ENOENT")]:
+        lines, _ = hookcall(srv.path, "chroot", f"{root}/{path}", env=env)
+        assert result(lines[0])[2] == want, (path, lines)
 
 
 def test_null_and_empty_paths_are_the_kernels(tree):

@@ -14,6 +14,7 @@ import pytest
 
 import trace_proto as tp
 from conftest import run
+from runas import manifest_text
 from tracesrv import TracedWait
 
 
@@ -36,33 +37,13 @@ def world(tmp_path, kiln_bin):
     (inc / "dep-link.h").symlink_to("foo.h")          # owned by libdep-dev
     S = str(sys_)
     manifest = tmp_path / "manifest"
-    manifest.write_text(f"""Package: base
-Version: 1
-Essential: yes
-Files:
- {S}/
- {S}/usr/
- {S}/usr/include/
- {S}/usr/lib/
- {S}/usr/include/base.h
-
-Package: libdep-dev
-Version: 1
-Files:
- {S}/usr/include/dep.h
- {S}/usr/include/dep-link.h -> foo.h
-
-Package: libfoo-dev
-Version: 1
-Files:
- {S}/usr/include/foo.h
- {S}/usr/lib/foo-plugins/
-
-Package: evil-links
-Version: 1
-Files:
- {S}/usr/include/foo-link.h -> dep.h
-""")
+    manifest.write_text(manifest_text([
+        ("base", True, [f"{S}/", f"{S}/usr/", f"{S}/usr/include/", f"{S}/usr/lib/",
+                        f"{S}/usr/include/base.h"]),
+        ("libdep-dev", False, [f"{S}/usr/include/dep.h", f"{S}/usr/include/dep-link.h -> foo.h"]),
+        ("libfoo-dev", False, [f"{S}/usr/include/foo.h", f"{S}/usr/lib/foo-plugins/"]),
+        ("evil-links", False, [f"{S}/usr/include/foo-link.h -> dep.h"]),
+    ]))
     db = tmp_path / "registry.db"
     r = run([kiln_bin, "registry", "--db", db, "import", "manifest", manifest])
     assert r.returncode == 0, r.stderr
@@ -124,7 +105,11 @@ def test_writes(world, traced):
     assert c.ask(f"{world.inc}/dep.h", tp.DELETE, tp.NOFOLLOW) == tp.DENY
     assert c.ask("/var/kiln-test-nope", tp.CREATE) == tp.DENY             # outside any allowed area
     assert c.ask(f"{world.inc}/foo.h", tp.CREATE | tp.WRITE) == tp.DENY   # O_CREAT on hidden: EACCES
-    assert c.ask(f"{world.inc}/foo.h", tp.WRITE) == tp.HIDE               # plain write: ENOENT
+    # plain write: EACCES, as for an absent name here (writes are refused
+    # in this tree whether the name exists or not); still reported hidden
+    assert c.ask(f"{world.inc}/foo.h", tp.WRITE) == tp.DENY
+    assert c.ask(f"{world.inc}/foo.h", tp.DELETE, tp.NOFOLLOW) == tp.DENY
+    assert c.ask(f"{world.inc}/foo.h", tp.READ) == tp.HIDE
     rc, err = t.finish()
     assert "refused writes: 3" in err   # dep.h twice counts once
     assert f"{world.inc}/new.h  [--w--c-]" in err

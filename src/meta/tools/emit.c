@@ -3,26 +3,7 @@
 
 #include "meta/tools/obuf.h"
 #include "meta/tools/tool.h"
-
-/* Length of the well-formed UTF-8 sequence at P (1-4), or 0. */
-static size_t utf8_len(const unsigned char *p)
-{
-	if (p[0] < 0x80)
-		return 1;
-	size_t n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 && p[0] < 0xe0 ? 2 : 0;
-	if (!n || (n == 3 && p[0] >= 0xf0))
-		return 0;
-	for (size_t i = 1; i < n; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	uint32_t cp = n == 2 ? (uint32_t)(p[0] & 0x1f) << 6 | (p[1] & 0x3f)
-		    : n == 3 ? (uint32_t)(p[0] & 0x0f) << 12 | (uint32_t)(p[1] & 0x3f) << 6 | (p[2] & 0x3f)
-			     : (uint32_t)(p[0] & 0x07) << 18 | (uint32_t)(p[1] & 0x3f) << 12 |
-				       (uint32_t)(p[2] & 0x3f) << 6 | (p[3] & 0x3f);
-	if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-		return 0;
-	return n;
-}
+#include "util/utf8.h"
 
 /* S as a JSON string into PUT: control characters escaped, and bytes that are
  * not well-formed UTF-8 (a corrupt string table) as the Latin-1 character of
@@ -32,7 +13,7 @@ static void json_escape(const char *s, void (*put)(void *, const char *, size_t)
 	char esc[8];
 	put(ctx, "\"", 1);
 	for (const unsigned char *p = (const unsigned char *)s; *p;) {
-		size_t n = utf8_len(p);
+		size_t n = utf8_len(p, 4, NULL);
 		if (*p == '"' || *p == '\\') {
 			esc[0] = '\\';
 			esc[1] = (char)*p;

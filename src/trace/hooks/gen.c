@@ -7,6 +7,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/fanotify.h>
+#include <sys/inotify.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -46,6 +50,10 @@ ssize_t __readlinkat_chk(int dirfd, const char *path, char *buf, size_t n, size_
 #define NOFOL  KILN_Q_NOFOLLOW
 #define P(dirfd, path, acc, qf)        kt_check((dirfd), (path), (acc), (qf), 0)
 #define PAT(dirfd, path, acc, qf, atf) kt_check((dirfd), (path), (acc), (qf), (atf))
+#define NS(flags)                      kt_ns_refused(flags)
+#define FD(fd, acc)                    kt_check_fd_write((fd), (acc))
+#define SUN(addr, len, acc)            kt_check_sockaddr((addr), (unsigned)(len), (acc))
+#define NS_ALWAYS                      KT_NS_ALWAYS
 
 static inline unsigned kt_access_class(int mode)
 {

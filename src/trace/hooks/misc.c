@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <linux/mount.h>
 #include <linux/openat2.h>
+#include <linux/sched.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -112,6 +114,15 @@ KT_EXPORT long syscall(long nr, ...)
 		kt_enter();
 		const struct open_how *how = (const struct open_how *)c;
 		int fl = how ? (int)how->flags : 0;
+		/* RESOLVE_IN_ROOT resolves "/", ".." and absolute symlinks inside
+		 * dirfd: a root the server does not resolve in. Refused with
+		 * ENOSYS, so callers fall back to openat (checked). The other
+		 * resolve flags only make the kernel stricter than the check. */
+		if (how && (how->resolve & RESOLVE_IN_ROOT)) {
+			kt_leave();
+			errno = ENOSYS;
+			return -1;
+		}
 		err = kt_check((int)a, (const char *)b, kt_open_access(fl), kt_open_qflags(fl), 0);
 		break;
 	}
@@ -133,6 +144,37 @@ KT_EXPORT long syscall(long nr, ...)
 		break;
 	case SYS_getdents64:
 		return getdents64((int)a, (void *)b, (size_t)c);
+	/* root, mounts, namespaces (trace/ns.c); clone itself goes to the real
+	 * syscall(), which a child on a new stack must return through */
+	case SYS_chroot:
+	case SYS_setns:
+	case SYS_mount:
+	case SYS_umount2:
+	case SYS_pivot_root:
+	case SYS_fsopen:
+	case SYS_fsmount:
+	case SYS_fspick:
+	case SYS_move_mount:
+	case SYS_mount_setattr:
+	case SYS_unshare:
+	case SYS_clone:
+	case SYS_clone3:
+	case SYS_open_tree: {
+		unsigned long fl = nr == SYS_unshare || nr == SYS_clone ? (unsigned long)a
+				 : nr == SYS_clone3 ? (a ? ((const struct clone_args *)a)->flags : 0)
+				 : nr == SYS_open_tree && !(c & OPEN_TREE_CLONE) ? 0 : KT_NS_ALWAYS;
+		int ne = kt_ns_refused(fl);
+		if (ne) {
+			errno = ne;
+			return -1;
+		}
+		if (nr == SYS_open_tree) {
+			kt_enter();
+			err = kt_check((int)a, (const char *)b, KILN_A_STAT, 0, (int)c);
+			break;
+		}
+		return REAL(syscall, long (*)(long, ...))(nr, a, b, c, d, e, f);
+	}
 	/* kiln's own fds, as in hooks/fd.c */
 	case SYS_close:
 		if (kt_is_kiln_fd((int)a)) {

@@ -218,6 +218,14 @@ int policy_load_file(struct policy *p, const char *file, char *err, size_t errle
 				break;
 			}
 			p->unknown = u;
+		} else if (!strcmp(s, "namespaces")) {
+			if (strcmp(arg, "allow") && strcmp(arg, "refuse")) {
+				snprintf(err, errlen, "%s:%d: 'namespaces' takes allow or refuse, not '%s'",
+					 file, lineno, arg);
+				rc = -1;
+				break;
+			}
+			p->allow_namespaces = !strcmp(arg, "allow");
 		} else if (policy_parse_action(s, &a) == 0) {
 			if (!*arg) {
 				snprintf(err, errlen, "%s:%d: '%s' needs a path", file, lineno, s);
@@ -230,7 +238,7 @@ int policy_load_file(struct policy *p, const char *file, char *err, size_t errle
 				break;
 			}
 		} else {
-			snprintf(err, errlen, "%s:%d: unknown directive '%s' (expected allow, read, ask, deny, unknown or clear)",
+			snprintf(err, errlen, "%s:%d: unknown directive '%s' (expected allow, read, ask, deny, unknown, namespaces or clear)",
 				 file, lineno, s);
 			rc = -1;
 			break;

@@ -43,6 +43,10 @@ struct policy {
 	struct policy_rule *rules;
 	size_t n, cap;
 	enum policy_unknown unknown;
+	/* chroot, unshare/clone of namespaces, mount, pivot_root, setns: refused
+	 * with EPERM unless a policy file says "namespaces allow" (paths would
+	 * then resolve somewhere the server does not look). */
+	bool allow_namespaces;
 	bool compiled;
 	struct policy_artifacts art;
 };

@@ -1,6 +1,7 @@
 /* The report of a trace run: text (for people), JSON (for programs) and the
  * access log (every path with its access classes). */
 #include "trace/service/tracelog.h"
+#include "util/utf8.h"
 
 #include "common/outfile.h"
 
@@ -41,14 +42,52 @@ static struct item *sorted(const struct pathtab *tab)
 	return v;
 }
 
+/* A file name or argument in the text report or the access log, one line
+ * whatever it holds (docs/trace-report.md): a backslash doubled, \n \t \r
+ * for those characters, \xNN for every other control character (C0, DEL,
+ * C1) and every byte that is not well-formed UTF-8; the rest as is. */
+static void put_text(FILE *out, const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	for (size_t i = 0; i < n;) {
+		uint32_t cp = 0;
+		size_t k = utf8_len(p + i, n - i, &cp);
+		if (p[i] == '\\') {
+			fputs("\\\\", out);
+		} else if (p[i] == '\n' || p[i] == '\t' || p[i] == '\r') {
+			fputc('\\', out);
+			fputc(p[i] == '\n' ? 'n' : p[i] == '\t' ? 't' : 'r', out);
+		} else if (k && cp >= 0x20 && cp != 0x7f && !(cp >= 0x80 && cp < 0xa0)) {
+			fwrite(p + i, 1, k, out);
+			i += k;
+			continue;
+		} else {
+			/* One escape per byte, so a C1 character's two bytes both show. */
+			for (size_t j = 0; j < (k ? k : 1); j++)
+				fprintf(out, "\\x%02x", p[i + j]);
+			i += k ? k : 1;
+			continue;
+		}
+		i++;
+	}
+}
+
+static void put_text_cstr(FILE *out, const char *s)
+{
+	put_text(out, s, strlen(s));
+}
+
 static void print_cmdline(FILE *out, const struct trace_client *c)
 {
-	size_t shown = 0;
-	for (size_t i = 0; i < c->len && shown < 120; i++, shown++) {
-		char ch = c->cmdline[i];
-		fputc(ch == '\0' ? ' ' : (ch == '\n' || ch == '\t') ? ' ' : ch, out);
+	size_t len = c->len < 120 ? c->len : 120;
+	for (size_t i = 0; i < len;) {
+		size_t n = strnlen(c->cmdline + i, len - i);
+		if (i)
+			fputc(' ', out);
+		put_text(out, c->cmdline + i, n);
+		i += n + 1;
 	}
-	if (shown < c->len)
+	if (len < c->len)
 		fputs("...", out);
 }
 
@@ -67,9 +106,13 @@ static void print_finding(FILE *out, const struct tracelog *t, const struct item
 {
 	char acc[8];
 	tracelog_access_letters(it->f->access, acc);
-	fprintf(out, "    %s  [%s]", it->key, acc);
-	if (strcmp(it->f->via, it->key))
-		fprintf(out, " via %s", it->f->via);
+	fputs("    ", out);
+	put_text_cstr(out, it->key);
+	fprintf(out, "  [%s]", acc);
+	if (strcmp(it->f->via, it->key)) {
+		fputs(" via ", out);
+		put_text_cstr(out, it->f->via);
+	}
 	fputs("\n      first reached by ", out);
 	print_who(out, t, it->f->client);
 	fputc('\n', out);
@@ -103,8 +146,10 @@ void tracelog_write_text(const struct tracelog *t, FILE *out)
 	fprintf(out, "\nkiln trace report%s\n",
 		t->report_only ? " (report only: nothing was hidden or refused)" : "");
 	fputs("  declared:", out);
-	for (size_t i = 0; i < t->ndeclared; i++)
-		fprintf(out, "%s %s", i ? "," : "", t->declared[i]);
+	for (size_t i = 0; i < t->ndeclared; i++) {
+		fputs(i ? ", " : " ", out);
+		put_text_cstr(out, t->declared[i]);
+	}
 	fprintf(out, "%s (closure with the Essential packages: %zu packages)\n",
 		t->ndeclared ? "" : " nothing", t->closure_size);
 	fprintf(out, "  %s: %zu path%s, from %zu package%s outside the dependency closure\n",
@@ -116,7 +161,9 @@ void tracelog_write_text(const struct tracelog *t, FILE *out)
 			size_t k = i;
 			while (k < t->hidden.n && !strcmp(group_name(hid[k].f), group_name(hid[i].f)))
 				k++;
-			fprintf(out, "  %s (%zu)\n", group_name(hid[i].f), k - i);
+			fputs("  ", out);
+			put_text_cstr(out, group_name(hid[i].f));
+			fprintf(out, " (%zu)\n", k - i);
 			shown = 0;
 		}
 		if (shown++ < TEXT_LINES) {
@@ -143,8 +190,9 @@ void tracelog_write_text(const struct tracelog *t, FILE *out)
 	fprintf(out, "  exec events: %zu set-uid/set-gid (preload dropped), %zu static (hooks bypassed)\n",
 		nsetuid, nstatic);
 	for (size_t i = 0; i < t->nevents && i < TEXT_LINES; i++) {
-		fprintf(out, "    %s %s\n      by ",
-			t->events[i].kind == KILN_E_SETUID_EXEC ? "set-uid" : "static", t->events[i].path);
+		fprintf(out, "    %s ", t->events[i].kind == KILN_E_SETUID_EXEC ? "set-uid" : "static");
+		put_text_cstr(out, t->events[i].path);
+		fputs("\n      by ", out);
 		print_who(out, t, t->events[i].client);
 		fputc('\n', out);
 	}
@@ -180,17 +228,28 @@ void tracelog_write_stats(const struct tracelog *t, FILE *out)
 
 /* ---- JSON ------------------------------------------------------------- */
 
+/* A JSON string of n bytes. Well-formed UTF-8 is kept; each byte that is not
+ * becomes the lone surrogate \\udcNN (Python's "surrogateescape", PEP 383),
+ * so the document is always UTF-8 and the exact bytes can be had back
+ * (docs/trace-report.md). */
 static void json_str(FILE *f, const char *s, size_t n)
 {
+	const unsigned char *p = (const unsigned char *)s;
 	fputc('"', f);
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
+	for (size_t i = 0; i < n;) {
+		size_t k = utf8_len(p + i, n - i, NULL);
+		if (p[i] == '"' || p[i] == '\\')
+			fprintf(f, "\\%c", p[i]);
+		else if (!k)
+			fprintf(f, "\\udc%02x", p[i]);
+		else if (p[i] < 0x20 || p[i] == 0x7f)
+			fprintf(f, "\\u%04x", p[i]);
+		else {
+			fwrite(p + i, 1, k, f);
+			i += k;
+			continue;
+		}
+		i++;
 	}
 	fputc('"', f);
 }
@@ -360,7 +419,9 @@ int tracelog_write_log(const struct tracelog *t, const char *file, char *err, si
 				fprintf(f, "%s%s", first ? "" : ",", vnames[v]);
 				first = false;
 			}
-		fprintf(f, " %s\n", keys[i]);
+		fputc(' ', f);
+		put_text_cstr(f, keys[i]);
+		fputc('\n', f);
 	}
 	free(keys);
 	return outfile_commit(&out, err, errlen);

@@ -171,28 +171,50 @@ static bool all_digits(const char *s, size_t n)
 	return true;
 }
 
+/* What follows "/proc/PID" or "/proc/PID/task/TID" in p (NULL if p does not
+ * start that way); *pid_end gets the end of "/proc/PID". */
+static const char *after_proc_pid(const char *p, const char **pid_end)
+{
+	if (strncmp(p, "/proc/", 6))
+		return NULL;
+	const char *q = p + 6;
+	size_t n = strcspn(q, "/");
+	if (!all_digits(q, n))
+		return NULL;
+	q += n;
+	*pid_end = q;
+	if (!strncmp(q, "/task/", 6)) {
+		q += 6;
+		n = strcspn(q, "/");
+		if (!all_digits(q, n))
+			return NULL;
+		q += n;
+	}
+	return q;
+}
+
 /* /proc/PID/fd/N or /proc/PID/task/TID/fd/N: a magic link to a file the
  * process already holds open, reopened by the kernel without a path walk. */
 static bool is_fd_magic_link(const char *p)
 {
-	if (strncmp(p, "/proc/", 6))
+	const char *pid_end, *q = after_proc_pid(p, &pid_end);
+	return q && !strncmp(q, "/fd/", 4) && all_digits(q + 4, strlen(q + 4));
+}
+
+/* /proc/PID/root or /proc/PID/cwd (or under task/TID/) of a process in
+ * another mount namespace: the kernel follows it into a tree the server
+ * cannot resolve (readlink shows a path of that namespace). True also when
+ * the namespace cannot be read: never answer ALLOW for such a path. */
+static bool proc_link_elsewhere(const char *p)
+{
+	const char *pid_end, *q = after_proc_pid(p, &pid_end);
+	if (!q || (strcmp(q, "/root") && strcmp(q, "/cwd")))
 		return false;
-	p += 6;
-	size_t n = strcspn(p, "/");
-	if (!all_digits(p, n))
-		return false;
-	p += n;
-	if (!strncmp(p, "/task/", 6)) {
-		p += 6;
-		n = strcspn(p, "/");
-		if (!all_digits(p, n))
-			return false;
-		p += n;
-	}
-	if (strncmp(p, "/fd/", 4))
-		return false;
-	p += 4;
-	return all_digits(p, strlen(p));
+	char ns[64];
+	snprintf(ns, sizeof ns, "%.*s/ns/mnt", (int)(pid_end - p), p);
+	struct stat theirs, ours;
+	return stat(ns, &theirs) < 0 || stat("/proc/self/ns/mnt", &ours) < 0 ||
+	       theirs.st_ino != ours.st_ino || theirs.st_dev != ours.st_dev;
 }
 
 /* Appends the rest of a path lexically (for a path that does not exist):
@@ -312,8 +334,16 @@ static enum walk_outcome walk(struct sandbox *s, pid_t pid, const char *path, bo
 			w->stable = false;
 		struct stat st;
 		if (lstat(cur, &st) < 0) {
-			/* Does not exist (or cannot be searched): the kernel fails the
-			 * call itself; the rest only matters for the write check. */
+			/* Only "does not exist" is the kernel's answer too; any other
+			 * failure (a canonical form past PATH_MAX, EACCES, EIO...)
+			 * says nothing about what the build's call reaches: fail
+			 * closed. */
+			if (errno != ENOENT && errno != ENOTDIR) {
+				fail(d, path);
+				return WALK_FAILED;
+			}
+			/* Does not exist: the kernel fails the call itself; the
+			 * rest only matters for the write check. */
 			long l = append_lexical(cur, clen, s->todo + tpos);
 			if (l < 0) {
 				fail(d, path);
@@ -338,11 +368,17 @@ static enum walk_outcome walk(struct sandbox *s, pid_t pid, const char *path, bo
 				w->is_link = true;
 				break;
 			}
+			if (proc_link_elsewhere(cur)) {
+				fail(d, path);
+				return WALK_FAILED;
+			}
 			if (++links > MAX_LINKS)
 				break; /* ELOOP for the kernel too */
 			ssize_t tl = readlink(cur, s->tmp, SBX_BUF - 1);
-			if (tl <= 0)
-				break;
+			if (tl <= 0) {
+				fail(d, path); /* changed under us: fail closed */
+				return WALK_FAILED;
+			}
 			size_t rest = strlen(s->todo + tpos);
 			if ((size_t)tl + 1 + rest + 1 > SBX_BUF) {
 				fail(d, path);
@@ -406,6 +442,28 @@ static enum walk_outcome walk_recall(const struct walk_entry *e, struct walk *w,
 	}
 	memcpy(d->node, e->strs, e->nodelen + 1);
 	return WALK_DONE;
+}
+
+/* The policy action a name at `node` would have if it did not exist: its
+ * own, unless a deny rule covers it (that rule is what hides it); then the
+ * action of the area around the rule. */
+static enum policy_action absent_action(struct sandbox *s, const char *node)
+{
+	enum policy_action a = policy_action_for(s->policy, node);
+	set_str(s->tmp, SBX_BUF, node);
+	while (a == POLICY_DENY) {
+		const struct policy_rule *r = policy_match(s->policy, s->tmp);
+		if (!r || r->len <= 1)
+			break;
+		set_str(s->tmp, SBX_BUF, r->prefix);
+		char *slash = strrchr(s->tmp, '/');
+		if (slash == s->tmp)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+		a = policy_action_for(s->policy, s->tmp);
+	}
+	return a;
 }
 
 void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned access,
@@ -474,9 +532,13 @@ void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned acc
 	return;
 
 hidden:
-	/* Creating a name that is hidden cannot succeed: refuse it, as the
-	 * kernel would in a read-only directory. */
-	if (access & KILN_A_CREATE)
+	/* A hidden path answers as an absent one would in the same place
+	 * (docs/policy.md): where writes are refused, a write, create or
+	 * delete is refused whether the name exists or not; and creating a
+	 * hidden name cannot succeed anywhere (it would clobber the hidden
+	 * file). Still reported as hidden. */
+	if ((access & KILN_A_CREATE) ||
+	    ((access & (KILN_A_WRITE | KILN_A_DELETE)) && absent_action(s, d->node) != POLICY_ALLOW))
 		d->verdict = KILN_V_DENY;
 }
 

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "server/server.h"
 #include "trace/service/control.h"
 #include "trace/service/deps.h"
+#include "trace/service/rundir.h"
 #include "trace/service/service.h"
 
 static void say_ready(int fd, const char *err)
@@ -49,8 +51,9 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	struct trace_service *ts = NULL;
 	struct verdict_cache vc = { 0 };
 	int listen_fd = -1, rc = TRACE_SERVER_FAILED;
+	pid_t kiln = getppid();
 
-	struct kiln_registry *reg = registry_open(cfg->db, REGISTRY_RDONLY, err, sizeof err);
+	struct kiln_registry *reg = registry_open(cfg->db, REGISTRY_SNAPSHOT, err, sizeof err);
 	if (!reg)
 		goto fail;
 	if (cfg->control &&
@@ -92,8 +95,22 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 		fprintf(stderr, "kiln trace: server: %s\n", err);
 
 	int status = -1;
-	if (sscanf(note, "status %d", &status) != 1)
+	const char *st = strstr(note, "status ");
+	if (!st || sscanf(st, "status %d", &status) != 1)
 		status = -1;
+	/* No status: kiln was killed (its end closed the lifeline; getppid()
+	 * may not have changed yet) or the server was told to stop. Nobody
+	 * else may be left to end the build and clean up. */
+	bool kiln_gone = !st;
+	if (kiln_gone) {
+		const char *pg = strstr(note, "pgid ");
+		long pgid = 0;
+		if (!pg || sscanf(pg, "pgid %ld", &pgid) != 1)
+			pgid = 0;
+		size_t n = trace_end_build(cfg->rundir, (pid_t)pgid);
+		fprintf(stderr, "kiln trace: server: kiln (pid %ld) died before the build ended; "
+				"ended the build (%zu processes killed)\n", (long)kiln, n);
+	}
 	rc = tracelog_violations(&ts->log) ? TRACE_SERVER_VIOLATIONS : TRACE_SERVER_CLEAN;
 	struct rusage ru;
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
@@ -129,6 +146,8 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	}
 	if (run < 0)
 		rc = TRACE_SERVER_FAILED;
+	if (kiln_gone && trace_rundir_remove(cfg->rundir, err, sizeof err) < 0)
+		fprintf(stderr, "kiln trace: server: %s\n", err);
 	goto out;
 fail:
 	say_ready(ready_fd, err);

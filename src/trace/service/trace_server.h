@@ -2,8 +2,10 @@
  * closure, listens on the run directory's socket, serves the build, and at
  * the end writes the report. `kiln trace` forks it and talks to it through
  * two pipes: `ready` (the server writes "R", or "E" and an error message,
- * then closes it) and the lifeline (kiln writes "status N" when the command
- * has ended and closes it; EOF without a status means kiln is gone). */
+ * then closes it) and the lifeline (kiln writes "pgid N" once the build runs
+ * in process group N, and "status N" when the command has ended, then closes
+ * it). EOF without a status means kiln is gone: the server then ends the
+ * build's processes and removes the run directory itself. */
 #ifndef KILN_TRACE_SERVICE_TRACE_SERVER_H
 #define KILN_TRACE_SERVICE_TRACE_SERVER_H
 
@@ -25,6 +27,7 @@ struct trace_server_config {
 	const char *socket;          /* where to listen */
 	const char *cache;           /* the verdict cache map to create, or NULL (--no-cache) */
 	bool stats;                  /* --stats: the cache's figures on stderr at the end */
+	const char *rundir;          /* the private run directory (holds the socket) */
 };
 
 /* Exit statuses of the server process. */

@@ -1,0 +1,112 @@
+#include "trace/service/rundir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ipc/proto.h"
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int trace_rundir_remove(const char *dir, char *err, size_t errlen)
+{
+	if (nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT) {
+		snprintf(err, errlen, "cannot remove run directory %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* True if process `pid`'s environment holds exactly `needle`
+ * ("KILN_RUN_DIR=dir"). Read in pieces: an unfinished entry is carried over
+ * to the next piece, or skipped to its end when it is already too long. */
+static bool env_has(pid_t pid, const char *needle, size_t nlen)
+{
+	char path[64], buf[8192 + 4200];
+	snprintf(path, sizeof path, "/proc/%ld/environ", (long)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool found = false, skipping = false;
+	size_t have = 0;
+	for (ssize_t n; !found && (n = read(fd, buf + have, sizeof buf - have)) > 0;) {
+		have += (size_t)n;
+		size_t start = 0;
+		for (size_t i = 0; i < have && !found; i++)
+			if (buf[i] == '\0') {
+				found = !skipping && i - start == nlen && !memcmp(buf + start, needle, nlen);
+				skipping = false;
+				start = i + 1;
+			}
+		size_t tail = have - start;
+		if (tail > nlen) {
+			skipping = true;
+			tail = 0;
+		}
+		memmove(buf, buf + have - tail, tail);
+		have = tail;
+	}
+	if (!found && !skipping && have == nlen && !memcmp(buf, needle, nlen))
+		found = true;
+	close(fd);
+	return found;
+}
+
+/* One scan: signals every process of the build (but this one) with sig;
+ * returns how many it found. */
+static size_t signal_build(const char *needle, size_t nlen, int sig)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return 0;
+	size_t n = 0;
+	pid_t self = getpid();
+	uid_t uid = getuid();
+	for (struct dirent *e; (e = readdir(d));) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0 || pid == self)
+			continue;
+		struct stat st;
+		char p[64];
+		snprintf(p, sizeof p, "/proc/%ld", pid);
+		if (stat(p, &st) < 0 || (uid != 0 && st.st_uid != uid))
+			continue;
+		if (env_has((pid_t)pid, needle, nlen) && kill((pid_t)pid, sig) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+size_t trace_end_build(const char *dir, pid_t pgid)
+{
+	char needle[4200];
+	int nlen = snprintf(needle, sizeof needle, "%s=%s", KILN_ENV_RUNDIR, dir);
+	if (nlen < 0 || (size_t)nlen >= sizeof needle)
+		return 0;
+	if (pgid > 0)
+		kill(-pgid, SIGKILL);
+	size_t killed = 0;
+	for (int round = 0; round < 100; round++) {
+		/* Stopped first: a stopped process cannot fork a new one that
+		 * the next scan would have to catch. */
+		if (!signal_build(needle, (size_t)nlen, SIGSTOP))
+			break;
+		killed += signal_build(needle, (size_t)nlen, SIGKILL);
+	}
+	return killed;
+}

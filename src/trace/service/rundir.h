@@ -1,0 +1,21 @@
+/* The run directory and the build's processes at the end of a run: what
+ * `kiln trace` and, if kiln itself dies, the trace server clean up. */
+#ifndef KILN_TRACE_SERVICE_RUNDIR_H
+#define KILN_TRACE_SERVICE_RUNDIR_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Removes the run directory and everything in it (never following a
+ * symlink). 0, or -1 with a message naming the path in err. */
+int trace_rundir_remove(const char *dir, char *err, size_t errlen);
+
+/* Ends every process of the build: the process group `pgid` (if > 0) and
+ * every process of this user whose environment names this run directory
+ * (KILN_RUN_DIR=dir: kiln puts it into every exec of the build, so a
+ * double-forked daemon that left the group is found too). Processes are
+ * stopped before they are killed, so none can fork away meanwhile; the
+ * scan repeats until it finds none. Returns how many were killed. */
+size_t trace_end_build(const char *dir, pid_t pgid);
+
+#endif

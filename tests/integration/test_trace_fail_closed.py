@@ -1,0 +1,88 @@
+"""Resolution failures fail closed (issue 9, class 4): a path whose
+canonical form reaches PATH_MAX (a symlink into a deep tree, a cwd of about
+4,094 bytes) makes the server's lstat fail with ENAMETOOLONG; only a real
+ENOENT/ENOTDIR may be taken as "does not exist" (ALLOW, the kernel fails the
+call). Anything else is refused, so a hidden file is never readable that way:
+here a symlink at the bottom of a deep build tree points at a hidden file.
+As root and as nobody."""
+import os
+
+import pytest
+
+from runas import uworld  # noqa: F401 (fixture)
+
+COMP = "d" * 200
+
+
+def deep_tree(top, total, target):
+    """Directories under `top` until the path is about `total` bytes, the
+    last holding a symlink `s` to `target` (a hidden file), made with dir
+    fds (the path itself may be longer than PATH_MAX allows). A short path
+    reaches it too: top/L -> first half of the tree (relative), and there
+    M -> the second half. Returns the components."""
+    comps, length = [], len(top)
+    while length + 1 + len(COMP) < total:
+        comps.append(COMP)
+        length += 1 + len(COMP)
+    comps.append("e" * max(1, total - length - 1))
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    half = len(comps) // 2
+    for i, c in enumerate(comps):
+        os.mkdir(c, dir_fd=fd)
+        nfd = os.open(c, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = nfd
+        if i == half - 1:
+            mid = os.dup(fd)
+    os.symlink(target, "s", dir_fd=fd)
+    os.close(fd)
+    os.symlink("/".join(comps[half:]), "M", dir_fd=mid)
+    os.close(mid)
+    os.symlink("/".join(comps[:half]), os.path.join(top, "L"))
+    return comps
+
+
+PROBE = r'''
+import errno, os, sys
+top, comps = sys.argv[1], sys.argv[2].split("/")
+os.chdir(top)
+deep = True
+for c in comps:
+    try:
+        os.chdir(c)
+    except OSError as e:   # a cwd past PATH_MAX: kiln refuses (fail closed)
+        print("chdir", errno.errorcode[e.errno], flush=True)
+        deep = False
+        break
+def show(name, f):
+    try:
+        fd = f()
+        print(name, "OK", os.read(fd, 100).decode().strip(), flush=True)
+    except OSError as e:
+        print(name, errno.errorcode[e.errno], flush=True)
+if deep:
+    show("cwd-hidden", lambda: os.open("s", os.O_RDONLY))
+    show("cwd-absent", lambda: os.open("nothere", os.O_RDONLY))
+show("link-hidden", lambda: os.open(sys.argv[3] + "/M/s", os.O_RDONLY))
+show("link-absent", lambda: os.open(sys.argv[3] + "/M/nothere", os.O_RDONLY))
+'''
+
+
+@pytest.mark.parametrize("total", [4000, 4090, 4094, 4100, 6000])
+def test_long_canonical_paths_never_reach_a_hidden_file(uworld, total):
+    comps = deep_tree(uworld.build, total, os.path.join(uworld.inc, "foo.h"))
+    link = os.path.join(uworld.build, "L")
+    script = os.path.join(uworld.build, "probe.py")
+    with open(script, "w") as f:
+        f.write(PROBE)
+    r = uworld.run(command=["python3", script, uworld.build, "/".join(comps), link])
+    got = dict(line.split(" ", 1) for line in r.stdout.splitlines())
+    assert {"link-hidden", "link-absent"} <= set(got), (r.stdout, r.stderr[-1500:])
+    assert ("cwd-hidden" in got) == (total < 4096), got
+    assert "foo.h" not in r.stdout, got   # the hidden file's content
+    # Never readable: answered as absent (ENOENT, or the absent name's own
+    # error) or refused (fail closed).
+    for how in ("cwd", "link"):
+        if f"{how}-hidden" in got:
+            hid, absent = got[f"{how}-hidden"], got[f"{how}-absent"]
+            assert hid in (absent, "ENOENT", "EACCES", "ENAMETOOLONG"), (how, hid, absent)
