@@ -8,7 +8,7 @@
 
 #include "registry/registry.h"
 
-#define REGISTRY_SCHEMA_VERSION 1
+#define REGISTRY_SCHEMA_VERSION 2
 #define REGISTRY_APPLICATION_ID 0x6b696c6e /* "kiln" */
 #define REGISTRY_DEFAULT_BUSY_MS 5000
 
@@ -32,6 +32,14 @@ struct kiln_registry {
 
 /* Formats a clear message for SQLite result code rc on database `path`. */
 void registry_sql_message(sqlite3 *db, int rc, const char *path, char *err, size_t errlen);
+
+/* Reads the schema version of `db` into *ver (0: an empty file), refusing
+ * another program's database and a newer schema. Returns 0, or -1 with a
+ * message naming `path` in err. */
+int registry_schema_version(sqlite3 *db, const char *path, int *ver, char *err, size_t errlen);
+
+/* The SQL migrating schema version `from` to from + 1 ("" for none). */
+const char *registry_migration_sql(int from);
 
 /* Checks application_id and user_version; migrates an older schema when
  * writable. Returns 0, or -1 with a message naming `path` in err. */

@@ -384,13 +384,14 @@ static int package_row(sqlite3_stmt *st, void *ctx)
 	copy_col(p->origin, sizeof p->origin, st, 4);
 	p->essential = sqlite3_column_int(st, 5);
 	copy_col(p->multiarch, sizeof p->multiarch, st, 6);
+	copy_col(p->priority, sizeof p->priority, st, 7);
 	return 1;
 }
 
 int registry_get_package(struct kiln_registry *reg, int64_t id, struct registry_package *out)
 {
 	int rc = each_row(reg,
-			  "SELECT id, name, version, arch, origin, essential, multiarch "
+			  "SELECT id, name, version, arch, origin, essential, multiarch, priority "
 			  "FROM packages WHERE id=?1",
 			  id, package_row, out);
 	return rc == 1 ? 0 : rc == 0 ? 1 : -1;
@@ -518,6 +519,8 @@ int registry_get_stats(struct kiln_registry *reg, struct registry_stats *s)
 		{ "SELECT count(*) FROM packages WHERE ?1=?1", offsetof(struct registry_stats, packages) },
 		{ "SELECT count(*) FROM packages WHERE essential=1 AND ?1=?1",
 		  offsetof(struct registry_stats, essential) },
+		{ "SELECT count(*) FROM packages WHERE priority='required' AND ?1=?1",
+		  offsetof(struct registry_stats, required) },
 		{ "SELECT count(*) FROM files WHERE ?1=?1", offsetof(struct registry_stats, file_rows) },
 		{ "SELECT count(*) FROM (SELECT DISTINCT canonical FROM files) WHERE ?1=?1",
 		  offsetof(struct registry_stats, paths) },

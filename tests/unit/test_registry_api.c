@@ -282,6 +282,40 @@ static void create_empty(void **state)
 	registry_close(reg);
 }
 
+/* A database written by schema 1 (no priority column) is migrated by a
+ * read-write open, refused with a re-import hint by a read-only one. */
+static void migrate_schema_1(void **state)
+{
+	(void)state;
+	char err[1024], path[PATH_MAX + 64], cmd[PATH_MAX * 3];
+	snprintf(path, sizeof path, "%s/v1.db", dir);
+	snprintf(cmd, sizeof cmd, "cp '%s' '%s'", db, path);
+	assert_int_equal(system(cmd), 0);
+	sqlite3 *h;
+	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h, "ALTER TABLE packages DROP COLUMN priority; "
+					 "PRAGMA user_version=1", NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(h);
+	assert_null(registry_open(path, REGISTRY_RDONLY, err, sizeof err));
+	assert_non_null(strstr(err, "schema version 1 is older"));
+	assert_non_null(strstr(err, "kiln registry import"));
+	struct kiln_registry *reg = registry_open(path, REGISTRY_RDWR, err, sizeof err);
+	assert_non_null(reg);
+	registry_close(reg);
+	reg = registry_open(path, REGISTRY_RDONLY, err, sizeof err);
+	assert_non_null(reg);
+	int64_t ids[1];
+	assert_int_equal(registry_find_packages(reg, "base", ids, 1), 1);
+	struct registry_package pkg;
+	assert_int_equal(registry_get_package(reg, ids[0], &pkg), 0);
+	assert_string_equal(pkg.priority, ""); /* unknown until re-imported */
+	struct registry_stats st;
+	assert_int_equal(registry_get_stats(reg, &st), 0);
+	assert_int_equal(st.schema_version, 2);
+	registry_close(reg);
+}
+
 struct worker {
 	struct kiln_registry *reg;
 	int errors;
@@ -341,6 +375,7 @@ int main(void)
 		cmocka_unit_test(owners),       cmocka_unit_test(managed_tree),
 		cmocka_unit_test(closures),     cmocka_unit_test(pkgset),
 		cmocka_unit_test(bad_databases), cmocka_unit_test(create_empty),
+		cmocka_unit_test(migrate_schema_1),
 		cmocka_unit_test(shared_handle_threads), cmocka_unit_test(default_path),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
