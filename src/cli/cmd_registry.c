@@ -19,6 +19,7 @@ struct opts {
 	bool json;
 	const char *root;
 	bool closure, essential;
+	const char *profile; /* --profile NAME, or NULL */
 	char **args; /* positional arguments after the subcommand */
 	int nargs;
 	char dbbuf[PATH_MAX];
@@ -34,8 +35,12 @@ static void usage(FILE *out)
 		"                                  import kiln manifests (docs/registry.md)\n"
 		"  owner PATH...                   packages owning each path (canonicalised)\n"
 		"  files PKG                       files a package lists\n"
-		"  deps PKG [--closure [--essential]]\n"
+		"  deps PKG [--closure [--essential] [--profile host|chroot]]\n"
 		"                                  dependencies, or their transitive closure\n"
+		"                                  (host: every installed alternative, the\n"
+		"                                  default; chroot: as apt installs them into a\n"
+		"                                  clean buildd chroot; --essential adds the\n"
+		"                                  profile's base set, docs/profiles.md)\n"
 		"  rdeps PKG                       packages that depend on PKG\n"
 		"  stats                           what the registry holds\n"
 		"\n"
@@ -444,7 +449,10 @@ static int cmd_closure(struct opts *o)
 	struct registry_pkgset set;
 	char err[PATH_MAX + 512];
 	const char *names[] = { o->args[0] };
-	if (registry_closure(reg, names, 1, o->essential, &set, err, sizeof err)) {
+	enum registry_profile profile = REGISTRY_PROFILE_HOST;
+	if (o->profile && !strcmp(o->profile, "chroot"))
+		profile = REGISTRY_PROFILE_CHROOT;
+	if (registry_closure_profile(reg, profile, names, 1, o->essential, &set, err, sizeof err)) {
 		fprintf(stderr, "kiln registry: %s\n", err);
 		registry_close(reg);
 		return 1;
@@ -567,13 +575,16 @@ int cmd_registry(int argc, char **argv)
 			o.closure = true;
 		} else if (!strcmp(a, "--essential")) {
 			o.essential = true;
-		} else if (!strcmp(a, "--db") || !strcmp(a, "--root")) {
+		} else if (!strcmp(a, "--db") || !strcmp(a, "--root") || !strcmp(a, "--profile")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "kiln registry: %s needs an argument\n", a);
 				free(pos);
 				return 2;
 			}
-			*(!strcmp(a, "--db") ? &o.db : &o.root) = argv[++i];
+			*(!strcmp(a, "--db") ? &o.db : !strcmp(a, "--root") ? &o.root : &o.profile) =
+				argv[++i];
+		} else if (!strncmp(a, "--profile=", 10)) {
+			o.profile = a + 10;
 		} else if (!strncmp(a, "--db=", 5)) {
 			o.db = a + 5;
 		} else if (!strncmp(a, "--root=", 7)) {
@@ -604,6 +615,13 @@ int cmd_registry(int argc, char **argv)
 		misplaced = "--closure";
 	else if (o.essential && (strcmp(cmd, "deps") || !o.closure))
 		misplaced = "--essential";
+	else if (o.profile && (strcmp(cmd, "deps") || !o.closure))
+		misplaced = "--profile";
+	if (o.profile && strcmp(o.profile, "host") && strcmp(o.profile, "chroot")) {
+		fprintf(stderr, "kiln registry: --profile takes host or chroot, not '%s'\n", o.profile);
+		free(pos);
+		return 2;
+	}
 	if (misplaced) {
 		fprintf(stderr, "kiln registry: %s does not apply to '%s'%s\n", misplaced, cmd,
 			!strcmp(cmd, "deps") ? " without --closure" : "");

@@ -42,6 +42,13 @@ static void usage(FILE *out)
 "  --deps PKG[,PKG...]       declared dependencies (repeatable)\n"
 "  --deps-from-control FILE  declared dependencies = Build-Depends(-Arch,-Indep)\n"
 "                            of a debian/control file\n"
+"  --profile chroot|host     how the closure is computed (docs/profiles.md):\n"
+"                            chroot = what a clean buildd chroot would hold\n"
+"                            (Essential + Priority: required + apt +\n"
+"                            build-essential, one alternative per dependency, as\n"
+"                            apt installs), the default with --deps-from-control;\n"
+"                            host = every installed alternative and provider,\n"
+"                            base set Essential, the default otherwise\n"
 "  --allow PREFIX            visible and writable\n"
 "  --read PREFIX             visible, writes refused\n"
 "  --ask PREFIX              the registry decides visibility, writes refused\n"
@@ -74,6 +81,8 @@ struct opts {
 	const char **deps;
 	size_t ndeps;
 	const char *control;
+	bool profile_set;
+	enum registry_profile profile;
 	struct cli_rule *rules;
 	size_t nrules;
 	const char *policy_file;
@@ -151,7 +160,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			goto unknown;
 		memcpy(name, a, nl);
 		name[nl] = '\0';
-		static const char *const valued[] = { "--db", "--deps", "--deps-from-control", "--allow",
+		static const char *const valued[] = { "--db", "--deps", "--deps-from-control", "--profile", "--allow",
 						      "--read", "--ask", "--deny", "--unknown", "--policy",
 						      "--json", "--log" };
 		bool known = false;
@@ -176,6 +185,16 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				return -1;
 		} else if (!strcmp(name, "--deps-from-control")) {
 			o->control = val;
+		} else if (!strcmp(name, "--profile")) {
+			if (!strcmp(val, "chroot"))
+				o->profile = REGISTRY_PROFILE_CHROOT;
+			else if (!strcmp(val, "host"))
+				o->profile = REGISTRY_PROFILE_HOST;
+			else {
+				fprintf(stderr, "kiln trace: --profile takes chroot or host, not '%s'\n", val);
+				return -1;
+			}
+			o->profile_set = true;
 		} else if (!strcmp(name, "--policy")) {
 			o->policy_file = val;
 		} else if (!strcmp(name, "--json")) {
@@ -205,6 +224,8 @@ unknown:
 		return -1;
 	}
 	o->command = argv + i;
+	if (!o->profile_set)
+		o->profile = o->control ? REGISTRY_PROFILE_CHROOT : REGISTRY_PROFILE_HOST;
 	return 0;
 }
 
@@ -384,6 +405,7 @@ static int run_trace(struct opts *op)
 		}
 		struct trace_server_config cfg = {
 			.db = o.db, .deps = o.deps, .ndeps = o.ndeps, .control = o.control,
+			.profile = o.profile,
 			.policy = &policy, .report_only = o.report_only, .json = o.json,
 			.log = o.log, .socket = sock,
 		};

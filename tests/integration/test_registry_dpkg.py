@@ -330,6 +330,26 @@ def test_closure(kiln_bin, db):
     assert kjson(kiln_bin, db, "deps", "--closure", "libbaz")["closure"] == ["libbar", "libbaz"]
 
 
+def test_closure_chroot_profile(kiln_bin, db):
+    # one package per clause: libfoo (first alternative), not libbar/libbaz
+    chroot = kjson(kiln_bin, db, "deps", "--closure", "--profile", "chroot", "app")["closure"]
+    assert chroot == ["app", "libc6", "libfoo", "libgcc-s1", "mawk", "python3"]
+    # base set: Essential + Priority: required (mawk is required, not Essential)
+    base = kjson(kiln_bin, db, "deps", "--closure", "--essential", "--profile=chroot",
+                 "libbaz")["closure"]
+    assert base == ["base-files", "bash", "dash", "libbar", "libbaz", "libc6", "libgcc-s1",
+                    "mawk"]
+    host = kjson(kiln_bin, db, "deps", "--closure", "--essential", "--profile", "host",
+                 "libbaz")["closure"]
+    assert "mawk" not in host
+    r = kiln(kiln_bin, db, "deps", "--closure", "--profile", "sbuild", "app")
+    assert r.returncode == 2
+    assert "--profile takes host or chroot, not 'sbuild'" in r.stderr
+    r = kiln(kiln_bin, db, "deps", "--profile", "chroot", "app")
+    assert r.returncode == 2
+    assert "--profile does not apply to 'deps' without --closure" in r.stderr
+
+
 def test_closure_of_a_virtual_package(kiln_bin, db):
     # as `kiln trace --deps awk` accepts it: the closure of its providers
     assert kjson(kiln_bin, db, "deps", "--closure", "awk")["closure"] == \

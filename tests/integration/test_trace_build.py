@@ -86,6 +86,43 @@ def test_build_depends_from_control(kiln_bin, dpkg_db, project):
     assert "checking for sqlite3... yes" in r.stdout
 
 
+PROBE_BASE = ("for f in /usr/share/zoneinfo/UTC /etc/selinux/semanage.conf; do "
+              "test -e $f && echo \"$f yes\" || echo \"$f no\"; done")
+
+
+@pytest.mark.parametrize("args,visible", [
+    # --deps-from-control: the clean-chroot profile by default, whose base
+    # set has the Priority: required packages (tzdata) and their closure
+    # (passwd -> libsemanage2 -> libsemanage-common: the /etc/selinux every
+    # host-profile report showed)
+    (["--deps-from-control", "CONTROL"], True),
+    (["--deps-from-control", "CONTROL", "--profile", "host"], False),
+    (["--deps", "gcc"], False),  # --deps alone: the host profile
+    (["--deps", "gcc", "--profile=chroot"], True),
+])
+def test_profile_base_set(kiln_bin, dpkg_db, project, args, visible):
+    for pkg in ("tzdata", "passwd"):
+        r = run(["dpkg-query", "-W", "-f=${db:Status-Status} ${Priority}", pkg])
+        if r.stdout != "installed required":
+            pytest.skip(f"{pkg} is not an installed Priority: required package here")
+    control = project / "control"
+    control.write_text("Source: probe\nBuild-Depends: gcc\n")
+    args = [str(control) if a == "CONTROL" else a for a in args]
+    r = run([kiln_bin, "trace", "--db", dpkg_db, *args, "--", "sh", "-c", PROBE_BASE],
+            cwd=project)
+    assert r.returncode == 0, r.stderr
+    word = "yes" if visible else "no"
+    assert r.stdout.splitlines() == [f"/usr/share/zoneinfo/UTC {word}",
+                                     f"/etc/selinux/semanage.conf {word}"]
+
+
+def test_profile_usage_error(kiln_bin, dpkg_db, project):
+    r = run([kiln_bin, "trace", "--db", dpkg_db, "--profile", "sbuild", "--", "true"],
+            cwd=project)
+    assert r.returncode == 2
+    assert "--profile takes chroot or host, not 'sbuild'" in r.stderr
+
+
 def test_report_only_lets_the_probe_succeed(kiln_bin, dpkg_db, project):
     r = run([kiln_bin, "trace", "--db", dpkg_db, "--deps", "gcc,libc6-dev", "--report-only",
              "--strict", "--", "./configure"], cwd=project)
