@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "ipc/proto.h"
 #include "registry/registry.h"
+#include "trace/service/buildenv.h"
 #include "trace/service/policy.h"
 #include "trace/service/trace_server.h"
 
@@ -48,7 +49,12 @@ static void usage(FILE *out)
 "                            build-essential, one alternative per dependency, as\n"
 "                            apt installs), the default with --deps-from-control;\n"
 "                            host = every installed alternative and provider,\n"
-"                            base set Essential, the default otherwise\n"
+"                            base set Essential, the default otherwise; chroot\n"
+"                            also gives the build sbuild's environment (only\n"
+"                            dpkg's build variables kept; PATH, HOME, SHELL,\n"
+"                            LC_ALL as sbuild sets them)\n"
+"  --keep-env VAR            with --profile chroot, pass VAR through as it is\n"
+"                            here (repeatable)\n"
 "  --allow PREFIX            visible and writable\n"
 "  --read PREFIX             visible, writes refused\n"
 "  --ask PREFIX              the registry decides visibility, writes refused\n"
@@ -83,6 +89,8 @@ struct opts {
 	const char *control;
 	bool profile_set;
 	enum registry_profile profile;
+	const char **keep_env;
+	size_t nkeep_env;
 	struct cli_rule *rules;
 	size_t nrules;
 	const char *policy_file;
@@ -97,6 +105,7 @@ struct opts {
 static void opts_free(struct opts *o)
 {
 	free(o->deps);
+	free(o->keep_env);
 	free(o->rules);
 	free(o->json_abs);
 	free(o->log_abs);
@@ -160,7 +169,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			goto unknown;
 		memcpy(name, a, nl);
 		name[nl] = '\0';
-		static const char *const valued[] = { "--db", "--deps", "--deps-from-control", "--profile", "--allow",
+		static const char *const valued[] = { "--db", "--deps", "--deps-from-control", "--profile", "--keep-env", "--allow",
 						      "--read", "--ask", "--deny", "--unknown", "--policy",
 						      "--json", "--log" };
 		bool known = false;
@@ -195,6 +204,16 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				return -1;
 			}
 			o->profile_set = true;
+		} else if (!strcmp(name, "--keep-env")) {
+			if (!*val || strchr(val, '=')) {
+				fprintf(stderr, "kiln trace: --keep-env takes a variable name, not '%s'\n", val);
+				return -1;
+			}
+			const char **k = realloc(o->keep_env, (o->nkeep_env + 1) * sizeof *k);
+			if (!k)
+				return -1;
+			o->keep_env = k;
+			o->keep_env[o->nkeep_env++] = val;
 		} else if (!strcmp(name, "--policy")) {
 			o->policy_file = val;
 		} else if (!strcmp(name, "--json")) {
@@ -226,6 +245,11 @@ unknown:
 	o->command = argv + i;
 	if (!o->profile_set)
 		o->profile = o->control ? REGISTRY_PROFILE_CHROOT : REGISTRY_PROFILE_HOST;
+	if (o->nkeep_env && o->profile != REGISTRY_PROFILE_CHROOT) {
+		fprintf(stderr, "kiln trace: --keep-env applies to --profile chroot only (the host "
+				"profile keeps the whole environment)\n");
+		return -1;
+	}
 	return 0;
 }
 
@@ -317,6 +341,12 @@ static void exec_command(const struct opts *o, const char *preload, const char *
 	setpgid(0, 0);
 	if (own_tty) /* before it can read the terminal (kiln does the same: no race) */
 		tcsetpgrp(STDIN_FILENO, getpid());
+	if (o->profile == REGISTRY_PROFILE_CHROOT) {
+		char **env = buildenv_sbuild(environ, o->keep_env, o->nkeep_env);
+		if (!env)
+			_exit(EXIT_KILN);
+		environ = env;
+	}
 	const char *old = getenv("LD_PRELOAD");
 	char *ld;
 	if (old && *old ? asprintf(&ld, "%s:%s", preload, old) < 0 : asprintf(&ld, "%s", preload) < 0)
