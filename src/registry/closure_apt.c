@@ -42,8 +42,7 @@ struct apt {
 	struct kiln_registry *reg;
 	sqlite3_stmt *real, *providers, *deps, *base;
 	struct registry_pkgset seen;
-	int64_t *queue;
-	size_t n, cap;
+	struct registry_queue q;
 };
 
 struct ids {
@@ -51,46 +50,20 @@ struct ids {
 	int n;
 };
 
-static int step_ids(struct apt *a, sqlite3_stmt *st, struct ids *out)
-{
-	int rc;
-	out->n = 0;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		if (out->n < 64)
-			out->v[out->n++] = sqlite3_column_int64(st, 0);
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		registry_sql_message(a->reg->db, rc, a->reg->path, a->reg->err, sizeof a->reg->err);
-		return -1;
-	}
-	return 0;
-}
-
 static int lookup(struct apt *a, sqlite3_stmt *st, const char *name, const char *archq,
 		  struct ids *out)
 {
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
 	if (st == a->real)
 		sqlite3_bind_text(st, 2, archq, -1, SQLITE_TRANSIENT);
-	return step_ids(a, st, out);
+	int n = registry_collect_ids(a->reg, st, out->v, 64);
+	out->n = n > 64 ? 64 : n;
+	return n < 0 ? -1 : 0;
 }
 
 static int push(struct apt *a, int64_t id)
 {
-	if (registry_pkgset_has(&a->seen, id))
-		return 0;
-	if (registry_pkgset_add(&a->seen, id))
-		return -1;
-	if (a->n == a->cap) {
-		size_t ncap = a->cap ? a->cap * 2 : 256;
-		int64_t *q = realloc(a->queue, ncap * sizeof *q);
-		if (!q)
-			return -1;
-		a->queue = q;
-		a->cap = ncap;
-	}
-	a->queue[a->n++] = id;
-	return 0;
+	return registry_queue_push(&a->q, &a->seen, id);
 }
 
 /* 1 if something in the closure already satisfies (name, archq), 0 if not. */
@@ -186,8 +159,8 @@ static int follow(struct apt *a, int64_t id)
 /* Breadth-first from queue position `head` to the end. */
 static int drain(struct apt *a, size_t head)
 {
-	for (; head < a->n; head++)
-		if (follow(a, a->queue[head]))
+	for (; head < a->q.n; head++)
+		if (follow(a, a->q.v[head]))
 			return -1;
 	return 0;
 }
@@ -237,7 +210,7 @@ int registry_closure_chroot(struct kiln_registry *reg, const char *const *names,
 	 * already satisfies adds nothing. */
 	if (with_base && (seed_base(&a) || drain(&a, 0)))
 		goto fail;
-	size_t head = a.n;
+	size_t head = a.q.n;
 	for (size_t i = 0; i < n; i++) {
 		char name[256];
 		snprintf(name, sizeof name, "%s", names[i]);
@@ -259,10 +232,7 @@ int registry_closure_chroot(struct kiln_registry *reg, const char *const *names,
 		if (k < 0)
 			goto fail;
 		if (k == 0) {
-			snprintf(err, errlen,
-				 "unknown package '%s' (not installed and not provided by any "
-				 "installed package in %s)",
-				 names[i], reg->path);
+			registry_unknown_name(reg, names[i], err, errlen);
 			goto out;
 		}
 	}
@@ -283,7 +253,7 @@ out:
 	for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++)
 		sqlite3_finalize(*stmts[i].st);
 	UNLOCK(reg);
-	free(a.queue);
+	free(a.q.v);
 	registry_pkgset_free(&a.seen);
 	return ret;
 }

@@ -48,6 +48,24 @@ int registry_check_schema(sqlite3 *db, const char *path, bool writable, char *er
 /* Busy timeout in ms: $KILN_REGISTRY_BUSY_MS, else the default. */
 int registry_busy_ms(void);
 
+/* A breadth-first work list over package ids, with the set of ids ever
+ * queued (so each package is visited once, cycles included). */
+struct registry_queue {
+	int64_t *v;
+	size_t n, cap;
+};
+/* Queues id unless `seen` has it (then adds it there). 0, or -1 when out
+ * of memory. */
+int registry_queue_push(struct registry_queue *q, struct registry_pkgset *seen, int64_t id);
+
+/* Steps `st` to the end collecting column 0: up to cap ids, returns how many
+ * rows (may exceed cap), -1 on error (message in reg->err). Resets st. */
+int registry_collect_ids(struct kiln_registry *reg, sqlite3_stmt *st, int64_t *ids, size_t cap);
+
+/* The message for a closure's unknown requested name. */
+void registry_unknown_name(const struct kiln_registry *reg, const char *name, char *err,
+			   size_t errlen);
+
 /* Prepares (once) and resets a cached statement. NULL on error (message in reg->err). */
 sqlite3_stmt *registry_stmt(struct kiln_registry *reg, sqlite3_stmt **slot, const char *sql);
 
