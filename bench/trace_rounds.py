@@ -108,7 +108,11 @@ def command(variant, a, report):
     if variant == "fakeroot":
         return ["fakeroot", "--"] + build, env
     kiln = [a.kiln, "trace", "--db", a.db, "--json", report, "--no-cache",
-            "--deps-from-control", "debian/control"]
+            "--deps-from-control", "debian/control",
+            # the host profile keeps the caller's environment, so the traced
+            # build runs in the same environment as the plain one (the chroot
+            # profile would give it sbuild's: docs/profiles.md)
+            "--profile", "host"]
     if variant == "kiln_report_only":
         kiln.append("--report-only")
     return kiln + ["--"] + build, env
