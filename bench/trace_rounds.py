@@ -108,6 +108,11 @@ def base_env():
 
 def kiln_cmd(a, variant, report, deps):
     cmd = [a.kiln, "trace", "--db", a.db, "--json", report] + deps
+    if "--deps-from-control" in deps:
+        # the host profile keeps the caller's environment, so the traced build
+        # runs in the same environment as the plain one (the default chroot
+        # profile would give it sbuild's: docs/profiles.md)
+        cmd += ["--profile", "host"]
     if variant == "nocache":
         cmd.append("--no-cache")
     return cmd + ["--"]

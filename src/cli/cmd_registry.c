@@ -19,6 +19,7 @@ struct opts {
 	bool json;
 	const char *root;
 	bool closure, essential;
+	const char *profile; /* --profile NAME, or NULL */
 	char **args; /* positional arguments after the subcommand */
 	int nargs;
 	char dbbuf[PATH_MAX];
@@ -34,8 +35,12 @@ static void usage(FILE *out)
 		"                                  import kiln manifests (docs/registry.md)\n"
 		"  owner PATH...                   packages owning each path (canonicalised)\n"
 		"  files PKG                       files a package lists\n"
-		"  deps PKG [--closure [--essential]]\n"
+		"  deps PKG [--closure [--essential] [--profile host|chroot]]\n"
 		"                                  dependencies, or their transitive closure\n"
+		"                                  (host: every installed alternative, the\n"
+		"                                  default; chroot: as apt installs them into a\n"
+		"                                  clean buildd chroot; --essential adds the\n"
+		"                                  profile's base set, docs/profiles.md)\n"
 		"  rdeps PKG                       packages that depend on PKG\n"
 		"  stats                           what the registry holds\n"
 		"\n"
@@ -423,25 +428,51 @@ static int print_name_list(struct kiln_registry *reg, const char *key, const cha
 	return 0;
 }
 
+/* deps PKG --closure: PKG may be virtual (its providers' closure), exactly
+ * as for `kiln trace --deps PKG`, so a trace's closure can be recomputed. */
+static int cmd_closure(struct opts *o)
+{
+	if (o->nargs != 1) {
+		fprintf(stderr, "kiln registry deps: name one PKG\n");
+		return 2;
+	}
+	struct kiln_registry *reg = open_ro(o);
+	if (!reg)
+		return 1;
+	int64_t any[1];
+	int real = registry_find_packages(reg, o->args[0], any, 1);
+	if (real == 0 && registry_satisfiers(reg, o->args[0], "", any, 1) == 0) {
+		lookup_package(reg, o->args[0], any, 1); /* says it is unknown */
+		registry_close(reg);
+		return 1;
+	}
+	struct registry_pkgset set;
+	char err[PATH_MAX + 512];
+	const char *names[] = { o->args[0] };
+	enum registry_profile profile = REGISTRY_PROFILE_HOST;
+	if (o->profile && !strcmp(o->profile, "chroot"))
+		profile = REGISTRY_PROFILE_CHROOT;
+	if (registry_closure_profile(reg, profile, names, 1, o->essential, &set, err, sizeof err)) {
+		fprintf(stderr, "kiln registry: %s\n", err);
+		registry_close(reg);
+		return 1;
+	}
+	int rc = print_name_list(reg, "closure", o->args[0], &set, o->json);
+	registry_pkgset_free(&set);
+	registry_close(reg);
+	return rc;
+}
+
 static int cmd_deps(struct opts *o)
 {
+	if (o->closure)
+		return cmd_closure(o);
 	int64_t ids[16];
 	int n, rc;
 	struct kiln_registry *reg = open_one_package(o, "deps", ids, 16, &n, &rc);
 	if (!reg)
 		return rc;
-	if (o->closure) {
-		struct registry_pkgset set;
-		char err[PATH_MAX + 512];
-		const char *names[] = { o->args[0] };
-		if (registry_closure(reg, names, 1, o->essential, &set, err, sizeof err)) {
-			fprintf(stderr, "kiln registry: %s\n", err);
-			registry_close(reg);
-			return 1;
-		}
-		rc = print_name_list(reg, "closure", o->args[0], &set, o->json);
-		registry_pkgset_free(&set);
-	} else {
+	{
 		struct deps_ctx c = { reg, o->json, -1, -1, 0 };
 		if (o->json)
 			printf("{\"package\": \"%s\", \"depends\": [", o->args[0]);
@@ -497,10 +528,10 @@ static int cmd_stats(struct opts *o)
 		printf("{\"db\": ");
 		json_str(o->db);
 		printf(", \"schema_version\": %d, \"packages\": %lld, \"essential\": %lld, "
-		       "\"file_rows\": %lld, \"paths\": %lld, \"diverted\": %lld, \"deps\": %lld, "
+		       "\"required\": %lld, \"file_rows\": %lld, \"paths\": %lld, \"diverted\": %lld, \"deps\": %lld, "
 		       "\"provides\": %lld, \"dpkg_root\": ",
 		       s.schema_version, (long long)s.packages, (long long)s.essential,
-		       (long long)s.file_rows, (long long)s.paths, (long long)s.diverted,
+		       (long long)s.required, (long long)s.file_rows, (long long)s.paths, (long long)s.diverted,
 		       (long long)s.deps, (long long)s.provides);
 		json_str(s.dpkg_root);
 		printf(", \"dpkg_imported_at\": ");
@@ -510,8 +541,8 @@ static int cmd_stats(struct opts *o)
 		printf("}\n");
 	} else {
 		printf("database:       %s (schema %d)\n", o->db, s.schema_version);
-		printf("packages:       %lld (%lld essential)\n", (long long)s.packages,
-		       (long long)s.essential);
+		printf("packages:       %lld (%lld essential, %lld Priority: required)\n",
+		       (long long)s.packages, (long long)s.essential, (long long)s.required);
 		printf("file entries:   %lld (%lld distinct paths, %lld diverted)\n",
 		       (long long)s.file_rows, (long long)s.paths, (long long)s.diverted);
 		printf("dependencies:   %lld atoms, %lld provides\n", (long long)s.deps,
@@ -544,13 +575,16 @@ int cmd_registry(int argc, char **argv)
 			o.closure = true;
 		} else if (!strcmp(a, "--essential")) {
 			o.essential = true;
-		} else if (!strcmp(a, "--db") || !strcmp(a, "--root")) {
+		} else if (!strcmp(a, "--db") || !strcmp(a, "--root") || !strcmp(a, "--profile")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "kiln registry: %s needs an argument\n", a);
 				free(pos);
 				return 2;
 			}
-			*(!strcmp(a, "--db") ? &o.db : &o.root) = argv[++i];
+			*(!strcmp(a, "--db") ? &o.db : !strcmp(a, "--root") ? &o.root : &o.profile) =
+				argv[++i];
+		} else if (!strncmp(a, "--profile=", 10)) {
+			o.profile = a + 10;
 		} else if (!strncmp(a, "--db=", 5)) {
 			o.db = a + 5;
 		} else if (!strncmp(a, "--root=", 7)) {
@@ -581,6 +615,13 @@ int cmd_registry(int argc, char **argv)
 		misplaced = "--closure";
 	else if (o.essential && (strcmp(cmd, "deps") || !o.closure))
 		misplaced = "--essential";
+	else if (o.profile && (strcmp(cmd, "deps") || !o.closure))
+		misplaced = "--profile";
+	if (o.profile && strcmp(o.profile, "host") && strcmp(o.profile, "chroot")) {
+		fprintf(stderr, "kiln registry: --profile takes host or chroot, not '%s'\n", o.profile);
+		free(pos);
+		return 2;
+	}
 	if (misplaced) {
 		fprintf(stderr, "kiln registry: %s does not apply to '%s'%s\n", misplaced, cmd,
 			!strcmp(cmd, "deps") ? " without --closure" : "");

@@ -22,6 +22,7 @@
 #include "registry/fresh.h"
 #include "registry/registry.h"
 #include "trace/service/artifacts.h"
+#include "trace/service/buildenv.h"
 #include "trace/service/policy.h"
 #include "trace/service/rundir.h"
 #include "trace/service/trace_server.h"
@@ -47,6 +48,18 @@ static void usage(FILE *out)
 "  --deps PKG[,PKG...]       declared dependencies (repeatable)\n"
 "  --deps-from-control FILE  declared dependencies = Build-Depends(-Arch,-Indep)\n"
 "                            of a debian/control file\n"
+"  --profile chroot|host     how the closure is computed (docs/profiles.md):\n"
+"                            chroot = what a clean buildd chroot would hold\n"
+"                            (Essential + Priority: required + apt +\n"
+"                            build-essential, one alternative per dependency, as\n"
+"                            apt installs), the default with --deps-from-control;\n"
+"                            host = every installed alternative and provider,\n"
+"                            base set Essential, the default otherwise; chroot\n"
+"                            also gives the build sbuild's environment (only\n"
+"                            dpkg's build variables kept; PATH, HOME, SHELL,\n"
+"                            LC_ALL as sbuild sets them)\n"
+"  --keep-env VAR            with --profile chroot, pass VAR through as it is\n"
+"                            here (repeatable)\n"
 "  --allow PREFIX            visible and writable\n"
 "  --read PREFIX             visible, writes refused\n"
 "  --ask PREFIX              the registry decides visibility, writes refused\n"
@@ -88,6 +101,10 @@ struct opts {
 	const char **deps;
 	size_t ndeps;
 	const char *control;
+	bool profile_set;
+	enum registry_profile profile;
+	const char **keep_env;
+	size_t nkeep_env;
 	struct cli_rule *rules;
 	size_t nrules;
 	const char *policy_file;
@@ -102,6 +119,7 @@ struct opts {
 static void opts_free(struct opts *o)
 {
 	free(o->deps);
+	free(o->keep_env);
 	free(o->rules);
 	free(o->json_abs);
 	free(o->log_abs);
@@ -176,7 +194,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			goto unknown;
 		memcpy(name, a, nl);
 		name[nl] = '\0';
-		static const char *const valued[] = { "--db", "--deps", "--deps-from-control", "--allow",
+		static const char *const valued[] = { "--db", "--deps", "--deps-from-control", "--profile", "--keep-env", "--allow",
 						      "--read", "--ask", "--deny", "--unknown", "--policy",
 						      "--json", "--log", "--report" };
 		bool known = false;
@@ -201,6 +219,26 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				return -1;
 		} else if (!strcmp(name, "--deps-from-control")) {
 			o->control = val;
+		} else if (!strcmp(name, "--profile")) {
+			if (!strcmp(val, "chroot"))
+				o->profile = REGISTRY_PROFILE_CHROOT;
+			else if (!strcmp(val, "host"))
+				o->profile = REGISTRY_PROFILE_HOST;
+			else {
+				fprintf(stderr, "kiln trace: --profile takes chroot or host, not '%s'\n", val);
+				return -1;
+			}
+			o->profile_set = true;
+		} else if (!strcmp(name, "--keep-env")) {
+			if (!*val || strchr(val, '=')) {
+				fprintf(stderr, "kiln trace: --keep-env takes a variable name, not '%s'\n", val);
+				return -1;
+			}
+			const char **k = realloc(o->keep_env, (o->nkeep_env + 1) * sizeof *k);
+			if (!k)
+				return -1;
+			o->keep_env = k;
+			o->keep_env[o->nkeep_env++] = val;
 		} else if (!strcmp(name, "--policy")) {
 			o->policy_file = val;
 		} else if (!strcmp(name, "--json")) {
@@ -236,6 +274,13 @@ unknown:
 	const char *nc = getenv("KILN_TRACE_NO_CACHE");
 	if (nc && *nc && strcmp(nc, "0"))
 		o->no_cache = true;
+	if (!o->profile_set)
+		o->profile = o->control ? REGISTRY_PROFILE_CHROOT : REGISTRY_PROFILE_HOST;
+	if (o->nkeep_env && o->profile != REGISTRY_PROFILE_CHROOT) {
+		fprintf(stderr, "kiln trace: --keep-env applies to --profile chroot only (the host "
+				"profile keeps the whole environment)\n");
+		return -1;
+	}
 	return 0;
 }
 
@@ -328,6 +373,12 @@ static void exec_command(const struct opts *o, const char *preload, const char *
 		_exit(EXIT_KILN);
 	if (own_tty) /* before it can read the terminal (kiln does the same: no race) */
 		tcsetpgrp(STDIN_FILENO, getpid());
+	if (o->profile == REGISTRY_PROFILE_CHROOT) {
+		char **env = buildenv_sbuild(environ, o->keep_env, o->nkeep_env);
+		if (!env)
+			_exit(EXIT_KILN);
+		environ = env;
+	}
 	const char *old = getenv("LD_PRELOAD");
 	char *ld;
 	if (old && *old ? asprintf(&ld, "%s:%s", preload, old) < 0 : asprintf(&ld, "%s", preload) < 0)
@@ -454,6 +505,7 @@ static int run_trace(struct opts *op)
 		}
 		struct trace_server_config cfg = {
 			.db = o.db, .deps = o.deps, .ndeps = o.ndeps, .control = o.control,
+			.profile = o.profile,
 			.policy = &policy, .report_only = o.report_only, .json = o.json,
 			.log = o.log, .report = o.report, .socket = sock, .rundir = rundir,
 			.stats = o.stats, .cache = o.no_cache || o.report_only ? NULL : cache,

@@ -41,7 +41,8 @@ static int mkdir_p(char *dir)
 	return mkdir(dir, 0777) && errno != EEXIST ? -1 : 0;
 }
 
-/* The old database must be ours (and not newer) before we replace it. */
+/* The old database must be ours (and not newer) before we replace it; an
+ * older schema is fine: keep_old() copies what it has. */
 static int attach_old(struct builder *b, char *err, size_t errlen)
 {
 	if (access(b->target, F_OK))
@@ -51,8 +52,13 @@ static int attach_old(struct builder *b, char *err, size_t errlen)
 	int rc = sqlite3_open_v2(b->target, &old, SQLITE_OPEN_READONLY, NULL);
 	if (rc == SQLITE_OK) {
 		sqlite3_busy_timeout(old, registry_busy_ms());
-		rc = registry_check_schema(old, b->target, false, msg, sizeof msg) ? SQLITE_ERROR
-										  : SQLITE_OK;
+		int ver = 0;
+		rc = registry_schema_version(old, b->target, &ver, msg, sizeof msg) ? SQLITE_ERROR
+										     : SQLITE_OK;
+		if (rc == SQLITE_OK && ver == 0) /* the same message as before */
+			rc = registry_check_schema(old, b->target, false, msg, sizeof msg) ? SQLITE_ERROR
+											  : SQLITE_OK;
+		b->old_version = ver;
 	} else {
 		registry_sql_message(old, rc, b->target, msg, sizeof msg);
 	}
@@ -138,8 +144,8 @@ int builder_begin(struct builder *b, const char *target, char *err, size_t errle
 		sqlite3_stmt **st;
 		const char *sql;
 	} stmts[] = {
-		{ &b->ins_pkg, "INSERT INTO main.packages(name, version, arch, origin, essential, multiarch) "
-			       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)" },
+		{ &b->ins_pkg, "INSERT INTO main.packages(name, version, arch, origin, essential, "
+			       "multiarch, priority) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)" },
 		{ &b->ins_file, "INSERT INTO main.files(canonical, pkg, listed, kind, diverted) "
 				"VALUES (?1, ?2, ?3, ?4, ?5)" },
 		{ &b->ins_dep, "INSERT INTO main.deps(pkg, type, clause, alt, name, archq, version) "
@@ -173,6 +179,7 @@ int64_t builder_add_package(struct builder *b, const struct builder_package *p, 
 	sqlite3_bind_text(st, 4, p->origin, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 5, p->essential);
 	sqlite3_bind_text(st, 6, p->multiarch ? p->multiarch : "", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 7, p->priority ? p->priority : "", -1, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	if (rc == SQLITE_CONSTRAINT)
@@ -266,13 +273,15 @@ int builder_replace_origin(struct builder *b, const char *origin, char *err, siz
 /* Copies the old database's packages that this import does not replace. */
 static int keep_old(struct builder *b, char *err, size_t errlen)
 {
-	static const char sql[] =
+	/* Schema 1 had no priority column. */
+	const char *priority = b->old_version >= 2 ? "priority" : "''";
+	static const char fmt[] =
 		"CREATE TEMP TABLE keep(old INTEGER PRIMARY KEY, new INTEGER);"
 		"INSERT INTO keep(old) SELECT o.id FROM old.packages o "
 		" WHERE o.origin NOT IN (SELECT origin FROM temp.replaced)"
 		"   AND NOT EXISTS (SELECT 1 FROM main.packages n WHERE n.name=o.name AND n.arch=o.arch);"
-		"INSERT INTO main.packages(name, version, arch, origin, essential, multiarch)"
-		" SELECT name, version, arch, origin, essential, multiarch FROM old.packages"
+		"INSERT INTO main.packages(name, version, arch, origin, essential, multiarch, priority)"
+		" SELECT name, version, arch, origin, essential, multiarch, %s FROM old.packages"
 		" WHERE id IN (SELECT old FROM keep) ORDER BY id;"
 		"UPDATE keep SET new=(SELECT n.id FROM main.packages n JOIN old.packages o"
 		" ON n.name=o.name AND n.arch=o.arch WHERE o.id=keep.old);"
@@ -283,6 +292,8 @@ static int keep_old(struct builder *b, char *err, size_t errlen)
 		"INSERT INTO main.provides SELECT k.new, p.name, p.version"
 		" FROM old.provides p JOIN keep k ON k.old=p.pkg;"
 		"INSERT OR IGNORE INTO main.meta SELECT key, value FROM old.meta;";
+	char sql[sizeof fmt + 16];
+	snprintf(sql, sizeof sql, fmt, priority);
 	if (exec(b, sql, err, errlen))
 		return -1;
 	sqlite3_stmt *st;

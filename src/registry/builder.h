@@ -16,10 +16,12 @@ struct builder {
 	char tmp[PATH_MAX];
 	sqlite3_stmt *ins_pkg, *ins_file, *ins_dep, *ins_prov;
 	long kept;
+	int old_version; /* schema version of the database being replaced, 0 if none */
 };
 
 struct builder_package {
 	const char *name, *version, *arch, *multiarch, *origin;
+	const char *priority; /* dpkg Priority ("required", ...), or NULL */
 	bool essential;
 };
 

@@ -121,11 +121,13 @@ static int migrate(sqlite3 *db, int from, char *msg, size_t len)
 	char *e = NULL;
 	int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, &e);
 	for (int v = from; rc == SQLITE_OK && v < REGISTRY_SCHEMA_VERSION; v++) {
-		if (v == 0) { /* 0 -> 1: the whole schema */
+		if (v == 0) { /* an empty file: the whole (current) schema at once */
 			rc = sqlite3_exec(db, registry_schema_tables_sql, NULL, NULL, &e);
 			if (rc == SQLITE_OK)
 				rc = sqlite3_exec(db, registry_schema_indexes_sql, NULL, NULL, &e);
+			break;
 		}
+		rc = sqlite3_exec(db, registry_migration_sql(v), NULL, NULL, &e);
 	}
 	if (rc == SQLITE_OK) {
 		char sql[128];
@@ -141,7 +143,7 @@ static int migrate(sqlite3 *db, int from, char *msg, size_t len)
 	return rc;
 }
 
-int registry_check_schema(sqlite3 *db, const char *path, bool writable, char *err, size_t errlen)
+int registry_schema_version(sqlite3 *db, const char *path, int *verp, char *err, size_t errlen)
 {
 	int app = 0, ver = 0, ntables = 0;
 	int rc = pragma_int(db, "PRAGMA application_id", &app);
@@ -165,9 +167,18 @@ int registry_check_schema(sqlite3 *db, const char *path, bool writable, char *er
 			 path, ver, REGISTRY_SCHEMA_VERSION);
 		return -1;
 	}
+	*verp = ntables ? ver : 0;
+	return 0;
+}
+
+int registry_check_schema(sqlite3 *db, const char *path, bool writable, char *err, size_t errlen)
+{
+	int ver;
+	if (registry_schema_version(db, path, &ver, err, errlen))
+		return -1;
 	if (ver < REGISTRY_SCHEMA_VERSION) {
 		if (!writable) {
-			if (ntables == 0)
+			if (ver == 0)
 				snprintf(err, errlen,
 					 "%s: empty registry database: run 'kiln registry import dpkg' first",
 					 path);
@@ -179,7 +190,7 @@ int registry_check_schema(sqlite3 *db, const char *path, bool writable, char *er
 			return -1;
 		}
 		char msg[256];
-		rc = migrate(db, ver, msg, sizeof msg);
+		int rc = migrate(db, ver, msg, sizeof msg);
 		if (rc != SQLITE_OK) {
 			if ((rc & 0xff) == SQLITE_BUSY)
 				registry_sql_message(db, rc, path, err, errlen);

@@ -16,7 +16,7 @@
 #include "registry/internal.h"
 
 struct dpkg_pkg {
-	const char *name, *version, *arch, *multiarch, *depends, *predepends, *provides;
+	const char *name, *version, *arch, *multiarch, *depends, *predepends, *provides, *priority;
 	bool essential;
 	int line;
 };
@@ -75,6 +75,7 @@ static int status_stanza(const struct deb822_stanza *st, void *ctx)
 		.depends = deb822_get(st, "Depends"),
 		.predepends = deb822_get(st, "Pre-Depends"),
 		.provides = deb822_get(st, "Provides"),
+		.priority = deb822_get(st, "Priority"),
 		.essential = ess && !strcmp(ess, "yes"),
 		.line = st->line,
 	};
@@ -219,6 +220,7 @@ static int import_packages(struct dpkg_import *im, struct status_ctx *s, char *e
 		struct builder_package bp = {
 			.name = p->name, .version = p->version, .arch = p->arch,
 			.multiarch = p->multiarch, .origin = "dpkg", .essential = p->essential,
+			.priority = p->priority,
 		};
 		int64_t id = builder_add_package(&im->b, &bp, err, errlen);
 		if (id < 0)

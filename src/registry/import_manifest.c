@@ -16,7 +16,7 @@
 
 static const char *const known_fields[] = {
 	"Package", "Version", "Architecture", "Multi-Arch", "Essential", "Depends",
-	"Pre-Depends", "Provides", "Files", "Description",
+	"Pre-Depends", "Provides", "Files", "Description", "Priority",
 };
 
 struct manifest_ctx {
@@ -109,6 +109,7 @@ static int manifest_stanza(const struct deb822_stanza *st, void *ctx)
 		.arch = deb822_get(st, "Architecture"),
 		.multiarch = deb822_get(st, "Multi-Arch"),
 		.origin = m->origin,
+		.priority = deb822_get(st, "Priority"),
 		.essential = ess && !strcmp(ess, "yes"),
 	};
 	int64_t id = builder_add_package(m->b, &bp, m->err, m->errlen);

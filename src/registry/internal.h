@@ -8,7 +8,7 @@
 
 #include "registry/registry.h"
 
-#define REGISTRY_SCHEMA_VERSION 1
+#define REGISTRY_SCHEMA_VERSION 2
 #define REGISTRY_APPLICATION_ID 0x6b696c6e /* "kiln" */
 #define REGISTRY_DEFAULT_BUSY_MS 5000
 
@@ -39,12 +39,38 @@ int registry_snapshot(struct kiln_registry *reg, char *err, size_t errlen);
 /* Formats a clear message for SQLite result code rc on database `path`. */
 void registry_sql_message(sqlite3 *db, int rc, const char *path, char *err, size_t errlen);
 
+/* Reads the schema version of `db` into *ver (0: an empty file), refusing
+ * another program's database and a newer schema. Returns 0, or -1 with a
+ * message naming `path` in err. */
+int registry_schema_version(sqlite3 *db, const char *path, int *ver, char *err, size_t errlen);
+
+/* The SQL migrating schema version `from` to from + 1 ("" for none). */
+const char *registry_migration_sql(int from);
+
 /* Checks application_id and user_version; migrates an older schema when
  * writable. Returns 0, or -1 with a message naming `path` in err. */
 int registry_check_schema(sqlite3 *db, const char *path, bool writable, char *err, size_t errlen);
 
 /* Busy timeout in ms: $KILN_REGISTRY_BUSY_MS, else the default. */
 int registry_busy_ms(void);
+
+/* A breadth-first work list over package ids, with the set of ids ever
+ * queued (so each package is visited once, cycles included). */
+struct registry_queue {
+	int64_t *v;
+	size_t n, cap;
+};
+/* Queues id unless `seen` has it (then adds it there). 0, or -1 when out
+ * of memory. */
+int registry_queue_push(struct registry_queue *q, struct registry_pkgset *seen, int64_t id);
+
+/* Steps `st` to the end collecting column 0: up to cap ids, returns how many
+ * rows (may exceed cap), -1 on error (message in reg->err). Resets st. */
+int registry_collect_ids(struct kiln_registry *reg, sqlite3_stmt *st, int64_t *ids, size_t cap);
+
+/* The message for a closure's unknown requested name. */
+void registry_unknown_name(const struct kiln_registry *reg, const char *name, char *err,
+			   size_t errlen);
 
 /* Prepares (once) and resets a cached statement. NULL on error (message in reg->err). */
 sqlite3_stmt *registry_stmt(struct kiln_registry *reg, sqlite3_stmt **slot, const char *sql);

@@ -134,7 +134,7 @@ void registry_pkgset_free(struct registry_pkgset *set)
 
 /* ---- name resolution and closure ------------------------------------- */
 
-static int collect_ids(struct kiln_registry *reg, sqlite3_stmt *st, int64_t *ids, size_t cap)
+int registry_collect_ids(struct kiln_registry *reg, sqlite3_stmt *st, int64_t *ids, size_t cap)
 {
 	int n = 0, rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -166,7 +166,7 @@ int registry_find_packages(struct kiln_registry *reg, const char *spec, int64_t 
 	if (st) {
 		sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
 		sqlite3_bind_text(st, 2, arch, -1, SQLITE_TRANSIENT);
-		n = collect_ids(reg, st, ids, cap);
+		n = registry_collect_ids(reg, st, ids, cap);
 	}
 	UNLOCK(reg);
 	return n;
@@ -185,18 +185,22 @@ int registry_satisfiers(struct kiln_registry *reg, const char *name, const char 
 	if (st) {
 		sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
 		sqlite3_bind_text(st, 2, archq ? archq : "", -1, SQLITE_TRANSIENT);
-		n = collect_ids(reg, st, ids, cap);
+		n = registry_collect_ids(reg, st, ids, cap);
 	}
 	UNLOCK(reg);
 	return n;
 }
 
-struct queue {
-	int64_t *v;
-	size_t n, cap;
-};
+void registry_unknown_name(const struct kiln_registry *reg, const char *name, char *err,
+			   size_t errlen)
+{
+	snprintf(err, errlen,
+		 "unknown package '%s' (not installed and not provided by any installed package "
+		 "in %s)",
+		 name, reg->path);
+}
 
-static int push(struct queue *q, struct registry_pkgset *seen, int64_t id)
+int registry_queue_push(struct registry_queue *q, struct registry_pkgset *seen, int64_t id)
 {
 	if (registry_pkgset_has(seen, id))
 		return 0;
@@ -216,14 +220,14 @@ static int push(struct queue *q, struct registry_pkgset *seen, int64_t id)
 
 /* Pushes every satisfier of (name, archq). Returns how many exist, -1 on error. */
 static int push_satisfiers(struct kiln_registry *reg, const char *name, const char *archq,
-			   struct queue *q, struct registry_pkgset *seen)
+			   struct registry_queue *q, struct registry_pkgset *seen)
 {
 	int64_t ids[256];
 	int n = registry_satisfiers(reg, name, archq, ids, 256);
 	if (n > 256)
 		n = 256; /* more providers than that of one name does not happen */
 	for (int i = 0; i < n; i++)
-		if (push(q, seen, ids[i]))
+		if (registry_queue_push(q, seen, ids[i]))
 			return -1;
 	return n;
 }
@@ -231,7 +235,7 @@ static int push_satisfiers(struct kiln_registry *reg, const char *name, const ch
 int registry_closure(struct kiln_registry *reg, const char *const *names, size_t n,
 		     bool with_essential, struct registry_pkgset *out, char *err, size_t errlen)
 {
-	struct queue q = { 0 };
+	struct registry_queue q = { 0 };
 	struct registry_pkgset seen = { 0 };
 	int ret = -1;
 	reg->err[0] = '\0';
@@ -244,7 +248,7 @@ int registry_closure(struct kiln_registry *reg, const char *const *names, size_t
 		if (k > 256)
 			k = 256;
 		for (int j = 0; j < k; j++)
-			if (push(&q, &seen, ids[j]))
+			if (registry_queue_push(&q, &seen, ids[j]))
 				goto oom;
 		if (k == 0) {
 			char name[256];
@@ -256,10 +260,7 @@ int registry_closure(struct kiln_registry *reg, const char *const *names, size_t
 			if (k < 0)
 				goto db_error;
 			if (k == 0) {
-				snprintf(err, errlen,
-					 "unknown package '%s' (not installed and not provided by any "
-					 "installed package in %s)",
-					 names[i], reg->path);
+				registry_unknown_name(reg, names[i], err, errlen);
 				goto out;
 			}
 		}
@@ -271,7 +272,7 @@ int registry_closure(struct kiln_registry *reg, const char *const *names, size_t
 			goto db_error;
 		int rc;
 		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-			if (push(&q, &seen, sqlite3_column_int64(st, 0))) {
+			if (registry_queue_push(&q, &seen, sqlite3_column_int64(st, 0))) {
 				sqlite3_reset(st);
 				goto oom;
 			}
@@ -384,13 +385,14 @@ static int package_row(sqlite3_stmt *st, void *ctx)
 	copy_col(p->origin, sizeof p->origin, st, 4);
 	p->essential = sqlite3_column_int(st, 5);
 	copy_col(p->multiarch, sizeof p->multiarch, st, 6);
+	copy_col(p->priority, sizeof p->priority, st, 7);
 	return 1;
 }
 
 int registry_get_package(struct kiln_registry *reg, int64_t id, struct registry_package *out)
 {
 	int rc = each_row(reg,
-			  "SELECT id, name, version, arch, origin, essential, multiarch "
+			  "SELECT id, name, version, arch, origin, essential, multiarch, priority "
 			  "FROM packages WHERE id=?1",
 			  id, package_row, out);
 	return rc == 1 ? 0 : rc == 0 ? 1 : -1;
@@ -523,6 +525,8 @@ int registry_get_stats(struct kiln_registry *reg, struct registry_stats *s)
 		{ "SELECT count(*) FROM packages WHERE ?1=?1", offsetof(struct registry_stats, packages) },
 		{ "SELECT count(*) FROM packages WHERE essential=1 AND ?1=?1",
 		  offsetof(struct registry_stats, essential) },
+		{ "SELECT count(*) FROM packages WHERE priority='required' AND ?1=?1",
+		  offsetof(struct registry_stats, required) },
 		{ "SELECT count(*) FROM files WHERE ?1=?1", offsetof(struct registry_stats, file_rows) },
 		{ "SELECT count(*) FROM (SELECT DISTINCT canonical FROM files) WHERE ?1=?1",
 		  offsetof(struct registry_stats, paths) },

@@ -19,6 +19,7 @@ struct registry_package {
 	char version[128];
 	char arch[32];
 	char multiarch[32];
+	char priority[32]; /* "required", "important", ..., or "" */
 	char origin[PATH_MAX];
 	bool essential;
 };
@@ -58,7 +59,7 @@ int registry_each_provides(struct kiln_registry *reg, int64_t id, registry_provi
 int registry_rdeps(struct kiln_registry *reg, int64_t id, struct registry_pkgset *out);
 
 struct registry_stats {
-	int64_t packages, essential, file_rows, paths, deps, provides, diverted;
+	int64_t packages, essential, required, file_rows, paths, deps, provides, diverted;
 	int schema_version;
 	char dpkg_root[PATH_MAX], dpkg_imported_at[64], manifest_imported_at[64];
 };

@@ -74,6 +74,35 @@ struct registry_pkgset {
  * with a message in err. */
 int registry_closure(struct kiln_registry *reg, const char *const *names, size_t n,
 		     bool with_essential, struct registry_pkgset *out, char *err, size_t errlen);
+
+/* How a closure resolves alternatives and virtual packages (docs/profiles.md). */
+enum registry_profile {
+	/* Everything installed that the build could use: every installed
+	 * alternative of a clause, every provider; base set = Essential. */
+	REGISTRY_PROFILE_HOST = 0,
+	/* What a clean buildd chroot holds: per clause the alternative apt
+	 * would install (none if the closure already satisfies it, else the
+	 * first one something installed satisfies), a virtual package's
+	 * first provider by Priority, Essential and name; base set =
+	 * Essential + Priority: required + apt + build-essential and their
+	 * closure, computed before the requested names. */
+	REGISTRY_PROFILE_CHROOT = 1,
+};
+
+/* The clean-chroot closure of `names` (with_base: on top of the base set).
+ * Unknown names are an error, as for registry_closure(). */
+int registry_closure_chroot(struct kiln_registry *reg, const char *const *names, size_t n,
+			    bool with_base, struct registry_pkgset *out, char *err, size_t errlen);
+
+/* registry_closure() (with_base = with_essential) or registry_closure_chroot(). */
+int registry_closure_profile(struct kiln_registry *reg, enum registry_profile profile,
+			     const char *const *names, size_t n, bool with_base,
+			     struct registry_pkgset *out, char *err, size_t errlen);
+
+/* How many packages have Priority: required (0 for a registry imported
+ * before schema 2, or from manifests without Priority), -1 on error. */
+int64_t registry_count_required(struct kiln_registry *reg);
+
 bool registry_pkgset_has(const struct registry_pkgset *set, int64_t id);
 void registry_pkgset_free(struct registry_pkgset *set);
 

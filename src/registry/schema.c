@@ -12,6 +12,7 @@ const char registry_schema_tables_sql[] =
 	"  origin TEXT NOT NULL,\n"
 	"  essential INTEGER NOT NULL DEFAULT 0,\n"
 	"  multiarch TEXT NOT NULL DEFAULT '',\n"
+	"  priority TEXT NOT NULL DEFAULT '',\n" /* dpkg Priority: required, important, ... */
 	"  UNIQUE(name, arch));\n"
 	"CREATE TABLE files(\n"
 	"  canonical TEXT NOT NULL,\n"
@@ -31,6 +32,18 @@ const char registry_schema_tables_sql[] =
 	"  pkg INTEGER NOT NULL REFERENCES packages(id),\n"
 	"  name TEXT NOT NULL,\n"
 	"  version TEXT NOT NULL DEFAULT '');\n";
+
+/* Migration v -> v + 1 of a database built by an older kiln (version 0,
+ * an empty file, gets the whole schema instead). */
+const char *registry_migration_sql(int from)
+{
+	switch (from) {
+	case 1: /* 1 -> 2: the dpkg Priority of each package */
+		return "ALTER TABLE packages ADD COLUMN priority TEXT NOT NULL DEFAULT ''";
+	default:
+		return "";
+	}
+}
 
 const char registry_schema_indexes_sql[] =
 	"CREATE INDEX files_by_canonical ON files(canonical, pkg);\n"

@@ -109,6 +109,37 @@ def test_dpkg_import_keeps_manifest_packages(tmp_path, kiln_bin, db):
     assert kjson(kiln_bin, db, "owner", "/usr/bin/hello")[0]["owners"] == ["hello"]
 
 
+def test_import_over_a_schema_1_database(tmp_path, kiln_bin, db):
+    """A database written before the priority column: read-only commands ask
+    for a re-import, and the import keeps its other-origin packages."""
+    with sqlite3.connect(db) as c:
+        c.execute("ALTER TABLE packages DROP COLUMN priority")
+        c.execute("PRAGMA user_version=1")
+    r = kiln(kiln_bin, db, "stats")
+    assert r.returncode == 1
+    assert f"{db}: registry schema version 1 is older than this kiln's (2)" in r.stderr
+    root = tmp_path / "root"
+    (root / "var/lib/dpkg/info").mkdir(parents=True)
+    (root / "var/lib/dpkg/status").write_text(
+        "Package: hello\nStatus: install ok installed\nPriority: required\n"
+        "Architecture: amd64\nVersion: 2.10\n")
+    (root / "var/lib/dpkg/info/hello.list").write_text("/usr/bin/hello\n")
+    r = kiln(kiln_bin, db, "import", "dpkg", "--root", root)
+    assert r.returncode == 0, r.stderr
+    assert "kept 3 packages of other origins" in r.stdout
+    s = kjson(kiln_bin, db, "stats")
+    assert (s["schema_version"], s["packages"], s["required"]) == (2, 4, 1)
+
+
+def test_manifest_priority(tmp_path, kiln_bin):
+    m = tmp_path / "p.manifest"
+    m.write_text("Package: a\nPriority: required\n\nPackage: b\nPriority: optional\n")
+    path = tmp_path / "p.db"
+    r = kiln(kiln_bin, path, "import", "manifest", m)
+    assert r.returncode == 0, r.stderr
+    assert kjson(kiln_bin, path, "stats")["required"] == 1
+
+
 @pytest.mark.parametrize("text,where", [
     ("Package: x\nFiles:\n /a\nColour: blue\n", "m.manifest:4: unknown field 'Colour'"),
     ("Version: 1\n", "m.manifest:1: stanza has no Package field"),
@@ -146,7 +177,7 @@ def test_newer_schema_is_refused(kiln_bin, db, manifests):
     for args in (["owner", "/opt/kt"], ["stats"], ["import", "manifest", manifests[0]]):
         r = kiln(kiln_bin, db, *args)
         assert r.returncode == 1
-        assert f"{db}: registry schema version 7 is newer than this kiln supports (1)" in r.stderr
+        assert f"{db}: registry schema version 7 is newer than this kiln supports (2)" in r.stderr
 
 
 def test_locked_database(kiln_bin, db):

@@ -12,6 +12,7 @@ from conftest import run
 STATUS = """\
 Package: base-files
 Status: install ok installed
+Priority: required
 Essential: yes
 Architecture: amd64
 Version: 12.4
@@ -37,6 +38,7 @@ Depends: libc6 (>= 2.35)
 
 Package: bash
 Status: install ok installed
+Priority: required
 Essential: yes
 Architecture: amd64
 Version: 5.2.15-2
@@ -44,6 +46,7 @@ Pre-Depends: libc6 (>= 2.36)
 
 Package: dash
 Status: install ok installed
+Priority: required
 Essential: yes
 Architecture: amd64
 Version: 0.5.12-2
@@ -51,6 +54,7 @@ Pre-Depends: libc6 (>= 2.34)
 
 Package: mawk
 Status: install ok installed
+Priority: required
 Architecture: amd64
 Version: 1.3.4
 Pre-Depends: libc6 (>= 2.34)
@@ -94,6 +98,7 @@ Version: 3.11.2-1
 
 Package: app
 Status: install ok installed
+Priority: optional
 Architecture: amd64
 Version: 1.0
 Pre-Depends: dpkg (>= 1.15)
@@ -325,6 +330,35 @@ def test_closure(kiln_bin, db):
     assert kjson(kiln_bin, db, "deps", "--closure", "libbaz")["closure"] == ["libbar", "libbaz"]
 
 
+def test_closure_chroot_profile(kiln_bin, db):
+    # one package per clause: libfoo (first alternative), not libbar/libbaz
+    chroot = kjson(kiln_bin, db, "deps", "--closure", "--profile", "chroot", "app")["closure"]
+    assert chroot == ["app", "libc6", "libfoo", "libgcc-s1", "mawk", "python3"]
+    # base set: Essential + Priority: required (mawk is required, not Essential)
+    base = kjson(kiln_bin, db, "deps", "--closure", "--essential", "--profile=chroot",
+                 "libbaz")["closure"]
+    assert base == ["base-files", "bash", "dash", "libbar", "libbaz", "libc6", "libgcc-s1",
+                    "mawk"]
+    host = kjson(kiln_bin, db, "deps", "--closure", "--essential", "--profile", "host",
+                 "libbaz")["closure"]
+    assert "mawk" not in host
+    r = kiln(kiln_bin, db, "deps", "--closure", "--profile", "sbuild", "app")
+    assert r.returncode == 2
+    assert "--profile takes host or chroot, not 'sbuild'" in r.stderr
+    r = kiln(kiln_bin, db, "deps", "--profile", "chroot", "app")
+    assert r.returncode == 2
+    assert "--profile does not apply to 'deps' without --closure" in r.stderr
+
+
+def test_closure_of_a_virtual_package(kiln_bin, db):
+    # as `kiln trace --deps awk` accepts it: the closure of its providers
+    assert kjson(kiln_bin, db, "deps", "--closure", "awk")["closure"] == \
+        ["libc6", "libgcc-s1", "mawk"]
+    r = kiln(kiln_bin, db, "deps", "awk")  # the plain listing still wants a real package
+    assert r.returncode == 1
+    assert "a virtual package, provided by mawk" in r.stderr
+
+
 def test_rdeps(kiln_bin, db):
     assert kjson(kiln_bin, db, "rdeps", "libc6")["rdeps"] == \
         ["app", "bash", "dash", "libfoo", "libgcc-s1", "mawk"]
@@ -346,7 +380,8 @@ def test_stats(kiln_bin, db, tree):
     s = kjson(kiln_bin, db, "stats")
     assert s["packages"] == 15
     assert s["essential"] == 3
-    assert s["schema_version"] == 1
+    assert s["schema_version"] == 2
+    assert s["required"] == 4  # Priority: required, as dpkg's status says
     assert s["dpkg_root"] == str(tree.resolve())
     assert s["diverted"] == 2
 

@@ -3,6 +3,7 @@ registry, the preload library and the trace server together. A configure
 step probes for sqlite3 (installed here: libsqlite3-dev is a build
 dependency of kiln itself) the way autoconf does."""
 import json
+import os
 import re
 import shutil
 
@@ -86,6 +87,43 @@ def test_build_depends_from_control(kiln_bin, dpkg_db, project):
     assert "checking for sqlite3... yes" in r.stdout
 
 
+PROBE_BASE = ("for f in /usr/share/zoneinfo/UTC /etc/selinux/semanage.conf; do "
+              "test -e $f && echo \"$f yes\" || echo \"$f no\"; done")
+
+
+@pytest.mark.parametrize("args,visible", [
+    # --deps-from-control: the clean-chroot profile by default, whose base
+    # set has the Priority: required packages (tzdata) and their closure
+    # (passwd -> libsemanage2 -> libsemanage-common: the /etc/selinux every
+    # host-profile report showed)
+    (["--deps-from-control", "CONTROL"], True),
+    (["--deps-from-control", "CONTROL", "--profile", "host"], False),
+    (["--deps", "gcc"], False),  # --deps alone: the host profile
+    (["--deps", "gcc", "--profile=chroot"], True),
+])
+def test_profile_base_set(kiln_bin, dpkg_db, project, args, visible):
+    for pkg in ("tzdata", "passwd"):
+        r = run(["dpkg-query", "-W", "-f=${db:Status-Status} ${Priority}", pkg])
+        if r.stdout != "installed required":
+            pytest.skip(f"{pkg} is not an installed Priority: required package here")
+    control = project / "control"
+    control.write_text("Source: probe\nBuild-Depends: gcc\n")
+    args = [str(control) if a == "CONTROL" else a for a in args]
+    r = run([kiln_bin, "trace", "--db", dpkg_db, *args, "--", "sh", "-c", PROBE_BASE],
+            cwd=project)
+    assert r.returncode == 0, r.stderr
+    word = "yes" if visible else "no"
+    assert r.stdout.splitlines() == [f"/usr/share/zoneinfo/UTC {word}",
+                                     f"/etc/selinux/semanage.conf {word}"]
+
+
+def test_profile_usage_error(kiln_bin, dpkg_db, project):
+    r = run([kiln_bin, "trace", "--db", dpkg_db, "--profile", "sbuild", "--", "true"],
+            cwd=project)
+    assert r.returncode == 2
+    assert "--profile takes chroot or host, not 'sbuild'" in r.stderr
+
+
 def test_report_only_lets_the_probe_succeed(kiln_bin, dpkg_db, project):
     r = run([kiln_bin, "trace", "--db", dpkg_db, "--deps", "gcc,libc6-dev", "--report-only",
              "--strict", "--", "./configure"], cwd=project)
@@ -103,3 +141,49 @@ def test_build_writes_outside_are_refused(kiln_bin, dpkg_db, project):
     assert "refused" in r.stdout
     assert "Permission denied" in r.stderr
     assert "refused writes: 1" in r.stderr
+
+
+def build_env(kiln_bin, dpkg_db, project, args, extra_env):
+    control = project / "control"
+    control.write_text("Source: probe\nBuild-Depends: gcc\n")
+    env = dict(os.environ, **extra_env)
+    args = [str(control) if a == "CONTROL" else a for a in args]
+    r = run([kiln_bin, "trace", "--db", dpkg_db, *args, "--", "env"], cwd=project, env=env)
+    assert r.returncode == 0, r.stderr
+    return dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
+
+
+POLLUTED = {"LIBRARY_PATH": "/usr/local/toolkit/lib", "PYENV_VERSION": "3.11",
+            "CFLAGS": "-O1", "DEB_BUILD_OPTIONS": "nocheck", "HOME": "/root",
+            "PATH": "/nonexistent/shims:/usr/bin:/bin", "LANG": "fr_FR.UTF-8"}
+
+
+def test_chroot_profile_cleans_the_environment_as_sbuild(kiln_bin, dpkg_db, project):
+    env = build_env(kiln_bin, dpkg_db, project, ["--deps-from-control", "CONTROL"], POLLUTED)
+    assert "LIBRARY_PATH" not in env and "PYENV_VERSION" not in env
+    assert env["CFLAGS"] == "-O1" and env["DEB_BUILD_OPTIONS"] == "nocheck"
+    assert env["PATH"] == "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/games"
+    assert env["HOME"] == "/sbuild-nonexistent"
+    assert (env["SHELL"], env["LC_ALL"], env["LANG"]) == ("/bin/sh", "C.UTF-8", "fr_FR.UTF-8")
+    # kiln's own variables are still there, after the cleaning
+    assert "libkiln-trace.so" in env["LD_PRELOAD"] and env["KILN_SOCKET"]
+
+
+def test_keep_env_and_host_profile(kiln_bin, dpkg_db, project):
+    env = build_env(kiln_bin, dpkg_db, project,
+                    ["--deps-from-control", "CONTROL", "--keep-env", "LIBRARY_PATH",
+                     "--keep-env=HOME"], POLLUTED)
+    assert env["LIBRARY_PATH"] == "/usr/local/toolkit/lib" and env["HOME"] == "/root"
+    assert "PYENV_VERSION" not in env
+    env = build_env(kiln_bin, dpkg_db, project,
+                    ["--deps-from-control", "CONTROL", "--profile", "host"], POLLUTED)
+    assert env["LIBRARY_PATH"] == "/usr/local/toolkit/lib" and env["PYENV_VERSION"] == "3.11"
+    assert env["PATH"] == POLLUTED["PATH"]
+    r = run([kiln_bin, "trace", "--db", dpkg_db, "--deps", "gcc", "--keep-env", "X", "--",
+             "true"], cwd=project)
+    assert r.returncode == 2
+    assert "--keep-env applies to --profile chroot only" in r.stderr
+    r = run([kiln_bin, "trace", "--db", dpkg_db, "--profile", "chroot", "--keep-env", "X=1",
+             "--", "true"], cwd=project)
+    assert r.returncode == 2
+    assert "--keep-env takes a variable name, not 'X=1'" in r.stderr

@@ -218,14 +218,40 @@ static void pkgset(void **state)
 	assert_false(registry_pkgset_has(&s, 3));
 }
 
-static void set_user_version(const char *path, int v)
+static void exec_sql(const char *path, const char *sql)
 {
 	sqlite3 *h;
-	char sql[64];
 	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
-	snprintf(sql, sizeof sql, "PRAGMA user_version=%d", v);
 	assert_int_equal(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(h);
+}
+
+static void set_user_version(const char *path, int v)
+{
+	char sql[64];
+	snprintf(sql, sizeof sql, "PRAGMA user_version=%d", v);
+	exec_sql(path, sql);
+}
+
+/* A copy of the test database at dir/name, its path in path. */
+static void copy_db(const char *name, char *path, size_t len)
+{
+	char cmd[PATH_MAX * 3];
+	snprintf(path, len, "%s/%s", dir, name);
+	snprintf(cmd, sizeof cmd, "cp '%s' '%s'", db, path);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* Opens read-write (creating or migrating), closes, reopens read-only. */
+static struct kiln_registry *open_rw_then_ro(const char *path)
+{
+	char err[1024];
+	struct kiln_registry *reg = registry_open(path, REGISTRY_RDWR, err, sizeof err);
+	assert_non_null(reg);
+	registry_close(reg);
+	reg = registry_open(path, REGISTRY_RDONLY, err, sizeof err);
+	assert_non_null(reg);
+	return reg;
 }
 
 static void bad_databases(void **state)
@@ -248,17 +274,11 @@ static void bad_databases(void **state)
 	assert_non_null(strstr(err, "not a kiln registry"));
 
 	snprintf(path, sizeof path, "%s/foreign.db", dir);
-	sqlite3 *h;
-	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(h, "CREATE TABLE t(x)", NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(h);
+	exec_sql(path, "CREATE TABLE t(x)");
 	assert_null(registry_open(path, REGISTRY_RDWR, err, sizeof err));
 	assert_non_null(strstr(err, "another program"));
 
-	snprintf(path, sizeof path, "%s/newer.db", dir);
-	char cmd[PATH_MAX * 3];
-	snprintf(cmd, sizeof cmd, "cp '%s' '%s'", db, path);
-	assert_int_equal(system(cmd), 0);
+	copy_db("newer.db", path, sizeof path);
 	set_user_version(path, 99);
 	assert_null(registry_open(path, REGISTRY_RDONLY, err, sizeof err));
 	assert_non_null(strstr(err, "schema version 99 is newer"));
@@ -272,13 +292,32 @@ static void create_empty(void **state)
 	char err[1024], path[PATH_MAX + 64];
 	snprintf(path, sizeof path, "%s/fresh.db", dir);
 	assert_null(registry_open(path, REGISTRY_RDONLY, err, sizeof err));
-	struct kiln_registry *reg = registry_open(path, REGISTRY_RDWR, err, sizeof err);
-	assert_non_null(reg);
-	registry_close(reg);
-	reg = registry_open(path, REGISTRY_RDONLY, err, sizeof err);
-	assert_non_null(reg);
+	struct kiln_registry *reg = open_rw_then_ro(path);
 	int64_t ids[1];
 	assert_int_equal(registry_owners(reg, "/usr", ids, 1), 0);
+	registry_close(reg);
+}
+
+/* A database written by schema 1 (no priority column) is migrated by a
+ * read-write open, refused with a re-import hint by a read-only one. */
+static void migrate_schema_1(void **state)
+{
+	(void)state;
+	char err[1024], path[PATH_MAX + 64];
+	copy_db("v1.db", path, sizeof path);
+	exec_sql(path, "ALTER TABLE packages DROP COLUMN priority; PRAGMA user_version=1");
+	assert_null(registry_open(path, REGISTRY_RDONLY, err, sizeof err));
+	assert_non_null(strstr(err, "schema version 1 is older"));
+	assert_non_null(strstr(err, "kiln registry import"));
+	struct kiln_registry *reg = open_rw_then_ro(path);
+	int64_t ids[1];
+	assert_int_equal(registry_find_packages(reg, "base", ids, 1), 1);
+	struct registry_package pkg;
+	assert_int_equal(registry_get_package(reg, ids[0], &pkg), 0);
+	assert_string_equal(pkg.priority, ""); /* unknown until re-imported */
+	struct registry_stats st;
+	assert_int_equal(registry_get_stats(reg, &st), 0);
+	assert_int_equal(st.schema_version, 2);
 	registry_close(reg);
 }
 
@@ -341,6 +380,7 @@ int main(void)
 		cmocka_unit_test(owners),       cmocka_unit_test(managed_tree),
 		cmocka_unit_test(closures),     cmocka_unit_test(pkgset),
 		cmocka_unit_test(bad_databases), cmocka_unit_test(create_empty),
+		cmocka_unit_test(migrate_schema_1),
 		cmocka_unit_test(shared_handle_threads), cmocka_unit_test(default_path),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

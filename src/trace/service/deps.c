@@ -4,30 +4,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "registry/query.h"
+
+/* Installed, or provided by something installed. */
 static bool known(struct kiln_registry *reg, const char *name)
 {
-	struct registry_pkgset tmp = { 0 };
-	char err[256];
-	int rc = registry_closure(reg, &name, 1, false, &tmp, err, sizeof err);
-	registry_pkgset_free(&tmp);
-	return rc == 0;
+	int64_t id[1];
+	return registry_satisfiers(reg, name, "", id, 1) > 0;
 }
 
-int trace_deps_closure(struct kiln_registry *reg, const char *const *names, size_t n,
-		       const struct dep_list *control, FILE *warn,
-		       struct registry_pkgset *out, char *err, size_t errlen)
+int trace_deps_closure(struct kiln_registry *reg, enum registry_profile profile,
+		       const char *const *names, size_t n, const struct dep_list *control,
+		       FILE *warn, struct registry_pkgset *out, char *err, size_t errlen)
 {
 	const char **declared;
 	size_t nd;
-	int rc = trace_deps_closure_named(reg, names, n, control, warn, out, &declared, &nd,
-					  err, errlen);
+	int rc = trace_deps_closure_named(reg, profile, names, n, control, warn, out, &declared,
+					  &nd, err, errlen);
 	free(declared);
 	return rc;
 }
 
-int trace_deps_closure_named(struct kiln_registry *reg, const char *const *names, size_t n,
-			     const struct dep_list *control, FILE *warn,
-			     struct registry_pkgset *out, const char ***declared,
+int trace_deps_closure_named(struct kiln_registry *reg, enum registry_profile profile,
+			     const char *const *names, size_t n, const struct dep_list *control,
+			     FILE *warn, struct registry_pkgset *out, const char ***declared,
 			     size_t *ndeclared, char *err, size_t errlen)
 {
 	*declared = NULL;
@@ -64,7 +64,13 @@ int trace_deps_closure_named(struct kiln_registry *reg, const char *const *names
 			fprintf(warn, "kiln trace: build-essential (implied by Debian policy for "
 				      "Build-Depends) is not installed; ignored\n");
 	}
-	int rc = registry_closure(reg, all, k, true, out, err, errlen);
+	if (profile == REGISTRY_PROFILE_CHROOT && warn && registry_count_required(reg) == 0)
+		fprintf(warn, "kiln trace: the registry %s records no Priority: required package "
+			      "(imported by an older kiln, or manifests without Priority): the chroot "
+			      "base set is Essential + apt + build-essential only; run 'kiln registry "
+			      "import dpkg' again\n",
+			registry_path(reg));
+	int rc = registry_closure_profile(reg, profile, all, k, true, out, err, errlen);
 	*declared = all;
 	*ndeclared = k;
 	return rc;

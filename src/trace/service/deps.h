@@ -10,22 +10,25 @@
 #include "trace/service/control.h"
 #include "trace/service/sandbox.h"
 
-/* The closure of `names` (each must be known to the registry) and of the
- * Build-Depends in `control` (per group, the first alternative the registry
- * knows; a group none of whose alternatives is installed is named on `warn`
- * and skipped), with every Essential package. With a `control`, the
- * build-essential package is implied too, as Debian policy says (named on
- * `warn` if not installed). Returns 0, or -1 with err. */
-int trace_deps_closure(struct kiln_registry *reg, const char *const *names, size_t n,
-		       const struct dep_list *control, FILE *warn,
-		       struct registry_pkgset *out, char *err, size_t errlen);
+/* The closure under `profile` (docs/profiles.md) of `names` (each must be
+ * known to the registry) and of the Build-Depends in `control` (per group,
+ * the first alternative installed or provided, as sbuild's apt resolver
+ * takes the first; a group none of whose alternatives is installed is
+ * named on `warn` and skipped), with the profile's base set (host:
+ * Essential; chroot: Essential + Priority: required + apt +
+ * build-essential). With a `control`, the build-essential package is
+ * implied too, as Debian policy says (named on `warn` if not installed).
+ * Returns 0, or -1 with err. */
+int trace_deps_closure(struct kiln_registry *reg, enum registry_profile profile,
+		       const char *const *names, size_t n, const struct dep_list *control,
+		       FILE *warn, struct registry_pkgset *out, char *err, size_t errlen);
 
 /* The same, also returning the names actually declared (the --deps names,
  * the alternative chosen in each group, build-essential) in *declared (an
  * array to free; its strings belong to `names` and `control`). */
-int trace_deps_closure_named(struct kiln_registry *reg, const char *const *names, size_t n,
-			     const struct dep_list *control, FILE *warn,
-			     struct registry_pkgset *out, const char ***declared,
+int trace_deps_closure_named(struct kiln_registry *reg, enum registry_profile profile,
+			     const char *const *names, size_t n, const struct dep_list *control,
+			     FILE *warn, struct registry_pkgset *out, const char ***declared,
 			     size_t *ndeclared, char *err, size_t errlen);
 
 struct registry_oracle {

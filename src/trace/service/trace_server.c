@@ -60,7 +60,7 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	    control_build_depends(cfg->control, deps_host_arch(), getenv("DEB_BUILD_PROFILES"),
 				  &control, err, sizeof err) < 0)
 		goto fail;
-	if (trace_deps_closure_named(reg, cfg->deps, cfg->ndeps, cfg->control ? &control : NULL,
+	if (trace_deps_closure_named(reg, cfg->profile, cfg->deps, cfg->ndeps, cfg->control ? &control : NULL,
 				     stderr, &closure, &declared, &ndeclared, err, sizeof err) < 0)
 		goto fail;
 	struct registry_oracle ro = { .reg = reg, .closure = &closure };

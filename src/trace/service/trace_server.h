@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "registry/registry.h"
 #include "trace/service/policy.h"
 
 struct trace_server_config {
@@ -19,6 +20,7 @@ struct trace_server_config {
 	const char *const *deps;     /* --deps names */
 	size_t ndeps;
 	const char *control;         /* --deps-from-control file, or NULL */
+	enum registry_profile profile; /* how the closure is computed */
 	const struct policy *policy; /* compiled */
 	bool report_only;
 	const char *json;            /* --json file, or NULL */

@@ -1,0 +1,286 @@
+/* The clean-chroot closure: the packages a buildd chroot would hold, as
+ * debootstrap --variant=buildd and apt would install them from what is
+ * installed here (rules in docs/profiles.md). One package per dependency
+ * clause, where the host profile (registry_closure) takes every installed
+ * alternative and every provider. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "registry/internal.h"
+#include "registry/query.h"
+
+#define LOCK(reg) pthread_mutex_lock(&(reg)->lock)
+#define UNLOCK(reg) pthread_mutex_unlock(&(reg)->lock)
+
+/* Installed packages of a name; arch as in registry_satisfiers(). */
+static const char real_sql[] =
+	"SELECT id FROM packages WHERE name=?1 AND "
+	"(?2 IN ('', 'any', 'native') OR arch=?2 OR arch='all') ORDER BY id";
+
+/* Providers in the order apt prefers them when nothing decides otherwise:
+ * higher Priority first, then Essential, then by name (a stable tie-break
+ * of our own). */
+static const char providers_sql[] =
+	"SELECT p.id FROM provides v JOIN packages p ON p.id=v.pkg WHERE v.name=?1 "
+	"ORDER BY CASE p.priority WHEN 'required' THEN 0 WHEN 'important' THEN 1 "
+	"WHEN 'standard' THEN 2 WHEN 'optional' THEN 3 WHEN 'extra' THEN 4 ELSE 5 END, "
+	"p.essential DESC, p.name, p.id";
+
+/* Pre-Depends before Depends, clauses and alternatives in their order. */
+static const char deps_sql[] =
+	"SELECT clause, alt, name, archq, type FROM deps WHERE pkg=?1 "
+	"ORDER BY type DESC, clause, alt";
+
+static const char base_sql[] =
+	"SELECT id FROM packages WHERE essential=1 OR priority='required' ORDER BY id";
+
+/* debootstrap's buildd variant adds these by name to the required set. */
+static const char *const buildd_extra[] = { "apt", "build-essential" };
+
+struct apt {
+	struct kiln_registry *reg;
+	sqlite3_stmt *real, *providers, *deps, *base;
+	struct registry_pkgset seen;
+	struct registry_queue q;
+};
+
+struct ids {
+	int64_t v[64];
+	int n;
+};
+
+static int lookup(struct apt *a, sqlite3_stmt *st, const char *name, const char *archq,
+		  struct ids *out)
+{
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+	if (st == a->real)
+		sqlite3_bind_text(st, 2, archq, -1, SQLITE_TRANSIENT);
+	int n = registry_collect_ids(a->reg, st, out->v, 64);
+	out->n = n > 64 ? 64 : n;
+	return n < 0 ? -1 : 0;
+}
+
+static int push(struct apt *a, int64_t id)
+{
+	return registry_queue_push(&a->q, &a->seen, id);
+}
+
+/* 1 if something in the closure already satisfies (name, archq), 0 if not. */
+static int satisfied(struct apt *a, const char *name, const char *archq)
+{
+	struct ids r, p;
+	if (lookup(a, a->real, name, archq, &r) || lookup(a, a->providers, name, archq, &p))
+		return -1;
+	for (int i = 0; i < r.n; i++)
+		if (registry_pkgset_has(&a->seen, r.v[i]))
+			return 1;
+	for (int i = 0; i < p.n; i++)
+		if (registry_pkgset_has(&a->seen, p.v[i]))
+			return 1;
+	return 0;
+}
+
+/* What apt installs for (name, archq): the package of that name (every
+ * installed architecture of it), else the first provider. Returns how many
+ * were pushed (0: nothing installed satisfies it), -1 on error. */
+static int install(struct apt *a, const char *name, const char *archq)
+{
+	struct ids r;
+	if (lookup(a, a->real, name, archq, &r))
+		return -1;
+	if (r.n == 0) {
+		if (lookup(a, a->providers, name, archq, &r))
+			return -1;
+		if (r.n > 1)
+			r.n = 1;
+	}
+	for (int i = 0; i < r.n; i++)
+		if (push(a, r.v[i]))
+			return -1;
+	return r.n;
+}
+
+struct atom {
+	int clause, alt, type;
+	char name[128], archq[32];
+};
+
+/* Each clause of package id: nothing if an alternative is already in the
+ * closure, else the first alternative something installed satisfies. */
+static int follow(struct apt *a, int64_t id)
+{
+	struct atom *atoms = NULL;
+	size_t na = 0, cap = 0;
+	int rc;
+	sqlite3_bind_int64(a->deps, 1, id);
+	while ((rc = sqlite3_step(a->deps)) == SQLITE_ROW) {
+		if (na == cap) {
+			cap = cap ? cap * 2 : 16;
+			struct atom *n = realloc(atoms, cap * sizeof *n);
+			if (!n) {
+				free(atoms);
+				sqlite3_reset(a->deps);
+				return -1;
+			}
+			atoms = n;
+		}
+		struct atom *t = &atoms[na++];
+		t->clause = sqlite3_column_int(a->deps, 0);
+		t->alt = sqlite3_column_int(a->deps, 1);
+		snprintf(t->name, sizeof t->name, "%s", (const char *)sqlite3_column_text(a->deps, 2));
+		snprintf(t->archq, sizeof t->archq, "%s", (const char *)sqlite3_column_text(a->deps, 3));
+		t->type = sqlite3_column_int(a->deps, 4);
+	}
+	sqlite3_reset(a->deps);
+	if (rc != SQLITE_DONE) {
+		free(atoms);
+		registry_sql_message(a->reg->db, rc, a->reg->path, a->reg->err, sizeof a->reg->err);
+		return -1;
+	}
+	int ret = 0;
+	for (size_t s = 0, e; s < na && !ret; s = e) {
+		for (e = s + 1; e < na && atoms[e].clause == atoms[s].clause &&
+				atoms[e].type == atoms[s].type;
+		     e++)
+			;
+		int done = 0;
+		for (size_t i = s; i < e && !done; i++)
+			if ((done = satisfied(a, atoms[i].name, atoms[i].archq)) < 0)
+				ret = -1;
+		for (size_t i = s; i < e && !done && !ret; i++)
+			if ((done = install(a, atoms[i].name, atoms[i].archq)) < 0)
+				ret = -1;
+	}
+	free(atoms);
+	return ret;
+}
+
+/* Breadth-first from queue position `head` to the end. */
+static int drain(struct apt *a, size_t head)
+{
+	for (; head < a->q.n; head++)
+		if (follow(a, a->q.v[head]))
+			return -1;
+	return 0;
+}
+
+static int seed_base(struct apt *a)
+{
+	int rc;
+	while ((rc = sqlite3_step(a->base)) == SQLITE_ROW)
+		if (push(a, sqlite3_column_int64(a->base, 0))) {
+			sqlite3_reset(a->base);
+			return -1;
+		}
+	sqlite3_reset(a->base);
+	if (rc != SQLITE_DONE) {
+		registry_sql_message(a->reg->db, rc, a->reg->path, a->reg->err, sizeof a->reg->err);
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof buildd_extra / sizeof buildd_extra[0]; i++)
+		if (install(a, buildd_extra[i], "") < 0)
+			return -1;
+	return 0;
+}
+
+int registry_closure_chroot(struct kiln_registry *reg, const char *const *names, size_t n,
+			    bool with_base, struct registry_pkgset *out, char *err, size_t errlen)
+{
+	struct apt a = { .reg = reg };
+	int ret = -1;
+	reg->err[0] = '\0';
+	LOCK(reg);
+	struct {
+		sqlite3_stmt **st;
+		const char *sql;
+	} stmts[] = {
+		{ &a.real, real_sql }, { &a.providers, providers_sql },
+		{ &a.deps, deps_sql }, { &a.base, base_sql },
+	};
+	for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++) {
+		int rc = sqlite3_prepare_v2(reg->db, stmts[i].sql, -1, stmts[i].st, NULL);
+		if (rc != SQLITE_OK) {
+			registry_sql_message(reg->db, rc, reg->path, reg->err, sizeof reg->err);
+			goto db_error;
+		}
+	}
+	/* The chroot is made before the build's dependencies go in: the base
+	 * set and everything it pulls in first, so a dependency the base
+	 * already satisfies adds nothing. */
+	if (with_base && (seed_base(&a) || drain(&a, 0)))
+		goto fail;
+	size_t head = a.q.n;
+	for (size_t i = 0; i < n; i++) {
+		char name[256];
+		snprintf(name, sizeof name, "%s", names[i]);
+		char *colon = strchr(name, ':');
+		if (colon)
+			*colon = '\0';
+		const char *archq = colon ? colon + 1 : "";
+		/* A package of that name goes in; a virtual name the closure
+		 * already provides adds nothing, else its first provider. */
+		struct ids r;
+		if (lookup(&a, a.real, name, archq, &r))
+			goto fail;
+		int k = r.n;
+		for (int j = 0; j < r.n; j++)
+			if (push(&a, r.v[j]))
+				goto fail;
+		if (k == 0 && (k = satisfied(&a, name, archq)) == 0)
+			k = install(&a, name, archq);
+		if (k < 0)
+			goto fail;
+		if (k == 0) {
+			registry_unknown_name(reg, names[i], err, errlen);
+			goto out;
+		}
+	}
+	if (drain(&a, head))
+		goto fail;
+	*out = a.seen;
+	a.seen = (struct registry_pkgset){ 0 };
+	ret = 0;
+	goto out;
+fail:
+	if (!reg->err[0]) {
+		snprintf(err, errlen, "%s: out of memory computing a dependency closure", reg->path);
+		goto out;
+	}
+db_error:
+	snprintf(err, errlen, "%s", reg->err);
+out:
+	for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++)
+		sqlite3_finalize(*stmts[i].st);
+	UNLOCK(reg);
+	free(a.q.v);
+	registry_pkgset_free(&a.seen);
+	return ret;
+}
+
+int registry_closure_profile(struct kiln_registry *reg, enum registry_profile profile,
+			     const char *const *names, size_t n, bool with_base,
+			     struct registry_pkgset *out, char *err, size_t errlen)
+{
+	if (profile == REGISTRY_PROFILE_CHROOT)
+		return registry_closure_chroot(reg, names, n, with_base, out, err, errlen);
+	return registry_closure(reg, names, n, with_base, out, err, errlen);
+}
+
+int64_t registry_count_required(struct kiln_registry *reg)
+{
+	LOCK(reg);
+	sqlite3_stmt *st;
+	int64_t n = -1;
+	int rc = sqlite3_prepare_v2(reg->db, "SELECT count(*) FROM packages WHERE priority='required'",
+				    -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+			n = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	if (n < 0)
+		registry_sql_message(reg->db, rc, reg->path, reg->err, sizeof reg->err);
+	UNLOCK(reg);
+	return n;
+}

@@ -1,0 +1,241 @@
+/* The clean-chroot profile against the host profile, on a registry imported
+ * from a synthetic dpkg status: the base set from Priority fields,
+ * alternatives where both are installed, virtual packages with two
+ * providers, and the Build-Depends groups of a control file. */
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "registry/import.h"
+#include "registry/query.h"
+#include "registry/registry.h"
+#include "trace/service/control.h"
+#include "trace/service/deps.h"
+
+static char dir[PATH_MAX], db[PATH_MAX + 32];
+static struct kiln_registry *reg;
+static char err[2048];
+
+/* One stanza per package: name, Priority, Essential, relationship fields. */
+static const char status_text[] =
+#define PKG(name, prio, rest)                                                              \
+	"Package: " name "\nStatus: install ok installed\nArchitecture: amd64\nVersion: 1\n" \
+	"Priority: " prio "\n" rest "\n"
+	PKG("base-files", "required", "Essential: yes\n")
+	PKG("dash", "required", "Essential: yes\nPre-Depends: libc6\n")
+	PKG("libc6", "optional", "Depends: libgcc-s1\n")
+	PKG("libgcc-s1", "optional", "Depends: libc6\n")
+	PKG("mawk", "required", "Provides: awk\nPre-Depends: libc6\n")
+	PKG("gawk", "optional", "Provides: awk\nDepends: libc6\n")
+	PKG("tzdata", "required", "Depends: debconf (>= 0.5) | debconf-2.0\n")
+	PKG("debconf", "required", "")
+	PKG("cdebconf", "optional", "Provides: debconf-2.0\n")
+	PKG("apt", "required", "Depends: libc6\n")
+	PKG("build-essential", "optional", "Depends: gcc | c-compiler, make\n")
+	PKG("gcc", "optional", "Provides: c-compiler\nDepends: libc6\n")
+	PKG("clang", "optional", "Provides: c-compiler\nDepends: libllvm\n")
+	PKG("libllvm", "optional", "")
+	PKG("make", "optional", "")
+	PKG("libssl-dev", "optional", "")
+	PKG("libgnutls-dev", "optional", "")
+	PKG("app-dev", "optional", "Depends: awk, libssl-dev | libgnutls-dev\n")
+	PKG("awkuser", "optional", "Depends: gawk | mawk\n")
+	PKG("postfix", "optional", "Provides: mail-transport-agent\n")
+	PKG("exim4-daemon-light", "standard", "Provides: mail-transport-agent\n")
+	PKG("w3m", "optional", "Provides: www-browser\n")
+	PKG("lynx", "optional", "Provides: www-browser\n")
+	PKG("locales-all", "optional", "")
+#undef PKG
+	;
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void quiet(void *ctx, const char *msg)
+{
+	(void)ctx;
+	(void)msg;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof dir, "/tmp/kiln-profile-XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof path, "%s/var", dir);
+	mkdir(path, 0755);
+	snprintf(path, sizeof path, "%s/var/lib", dir);
+	mkdir(path, 0755);
+	snprintf(path, sizeof path, "%s/var/lib/dpkg", dir);
+	mkdir(path, 0755);
+	snprintf(path, sizeof path, "%s/var/lib/dpkg/info", dir);
+	mkdir(path, 0755);
+	snprintf(path, sizeof path, "%s/var/lib/dpkg/status", dir);
+	write_file(path, status_text);
+	snprintf(db, sizeof db, "%s/reg.db", dir);
+	struct registry_import_opts io = { .root = dir, .warn = quiet };
+	struct registry_import_result res;
+	if (registry_import_dpkg(db, &io, &res, err, sizeof err)) {
+		fprintf(stderr, "%s\n", err);
+		return -1;
+	}
+	reg = registry_open(db, REGISTRY_RDONLY, err, sizeof err);
+	return reg ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	registry_close(reg);
+	char cmd[PATH_MAX + 32];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd);
+}
+
+/* The closure as "a,b,c", sorted by name. */
+static const char *names_of(const struct registry_pkgset *set)
+{
+	static char buf[2048];
+	char names[64][128];
+	size_t n = set->n < 64 ? set->n : 64;
+	for (size_t i = 0; i < n; i++)
+		registry_package_name(reg, set->ids[i], names[i], sizeof names[i]);
+	qsort(names, n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
+	size_t o = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n; i++)
+		o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? "," : "", names[i]);
+	return buf;
+}
+
+static const char *closure(enum registry_profile profile, bool base, const char *name)
+{
+	struct registry_pkgset set = { 0 };
+	const char *names[] = { name };
+	assert_int_equal(registry_closure_profile(reg, profile, names, name ? 1 : 0, base, &set,
+						  err, sizeof err),
+			 0);
+	const char *r = names_of(&set);
+	registry_pkgset_free(&set);
+	return r;
+}
+
+#define CHROOT REGISTRY_PROFILE_CHROOT
+#define HOST REGISTRY_PROFILE_HOST
+
+static void base_set_from_priority(void **state)
+{
+	(void)state;
+	/* debootstrap --variant=buildd: Priority: required + apt +
+	 * build-essential, each with what apt installs for it. */
+	assert_string_equal(closure(CHROOT, true, NULL),
+			    "apt,base-files,build-essential,dash,debconf,gcc,libc6,libgcc-s1,"
+			    "make,mawk,tzdata");
+	/* The host profile's base is the Essential packages only. */
+	assert_string_equal(closure(HOST, true, NULL), "base-files,dash,libc6,libgcc-s1");
+	assert_int_equal(registry_count_required(reg), 6);
+}
+
+static void alternatives_both_installed(void **state)
+{
+	(void)state;
+	/* debconf | debconf-2.0: debconf, though cdebconf provides the second. */
+	assert_string_equal(closure(CHROOT, false, "tzdata"), "debconf,tzdata");
+	assert_string_equal(closure(HOST, false, "tzdata"), "cdebconf,debconf,tzdata");
+	/* gcc | c-compiler: gcc, not clang and its libllvm. */
+	assert_string_equal(closure(CHROOT, false, "build-essential"),
+			    "build-essential,gcc,libc6,libgcc-s1,make");
+	assert_string_equal(closure(HOST, false, "build-essential"),
+			    "build-essential,clang,gcc,libc6,libgcc-s1,libllvm,make");
+	assert_string_equal(closure(CHROOT, false, "app-dev"),
+			    "app-dev,libc6,libgcc-s1,libssl-dev,mawk");
+	/* A clause the closure already satisfies adds nothing: with the base
+	 * set, mawk is there before awkuser's "gawk | mawk" is looked at. */
+	assert_string_equal(closure(CHROOT, false, "awkuser"), "awkuser,gawk,libc6,libgcc-s1");
+	const char *with_base = closure(CHROOT, true, "awkuser");
+	assert_non_null(strstr(with_base, "awkuser,"));
+	assert_null(strstr(with_base, "gawk"));
+}
+
+static void virtual_with_two_providers(void **state)
+{
+	(void)state;
+	/* Higher Priority first (standard over optional)... */
+	assert_string_equal(closure(CHROOT, false, "mail-transport-agent"), "exim4-daemon-light");
+	/* ... then name order among equals. */
+	assert_string_equal(closure(CHROOT, false, "www-browser"), "lynx");
+	assert_string_equal(closure(HOST, false, "www-browser"), "lynx,w3m");
+	/* awk: mawk (required) over gawk (optional). */
+	assert_string_equal(closure(CHROOT, false, "awk"), "libc6,libgcc-s1,mawk");
+	/* A virtual name the base set already provides adds nothing. */
+	char base[2048];
+	snprintf(base, sizeof base, "%s", closure(CHROOT, true, NULL));
+	assert_string_equal(closure(CHROOT, true, "awk"), base);
+	struct registry_pkgset set = { 0 };
+	const char *names[] = { "no-such-thing" };
+	assert_int_equal(registry_closure_chroot(reg, names, 1, true, &set, err, sizeof err), -1);
+	assert_non_null(strstr(err, "unknown package 'no-such-thing'"));
+}
+
+static void build_depends_groups(void **state)
+{
+	(void)state;
+	struct dep_list control = { 0 };
+	assert_int_equal(deps_parse_field("clang | gcc, libgnutls-dev | libssl-dev, nothere | "
+					  "www-browser, missing",
+					  "amd64", NULL, &control, err, sizeof err),
+			 0);
+	char *warnings = NULL;
+	size_t wlen = 0;
+	FILE *warn = open_memstream(&warnings, &wlen);
+	struct registry_pkgset set = { 0 };
+	const char **declared;
+	size_t nd;
+	assert_int_equal(trace_deps_closure_named(reg, CHROOT, NULL, 0, &control, warn, &set,
+						  &declared, &nd, err, sizeof err),
+			 0);
+	fclose(warn);
+	/* sbuild's apt resolver takes the first alternative: clang, even though
+	 * gcc (build-essential's choice) is in too. */
+	assert_int_equal(nd, 4);
+	assert_string_equal(declared[0], "clang");
+	assert_string_equal(declared[1], "libgnutls-dev");
+	assert_string_equal(declared[2], "www-browser");
+	assert_string_equal(declared[3], "build-essential");
+	const char *got = names_of(&set);
+	assert_string_equal(got, "apt,base-files,build-essential,clang,dash,debconf,gcc,"
+				 "libc6,libgcc-s1,libgnutls-dev,libllvm,lynx,make,mawk,tzdata");
+	assert_non_null(strstr(warnings, "Build-Depends: missing is not installed"));
+	assert_null(strstr(warnings, "Priority"));
+	free(warnings);
+	free(declared);
+	registry_pkgset_free(&set);
+	dep_list_free(&control);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(base_set_from_priority),
+		cmocka_unit_test(alternatives_both_installed),
+		cmocka_unit_test(virtual_with_two_providers),
+		cmocka_unit_test(build_depends_groups),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
