@@ -100,13 +100,14 @@ size_t trace_end_build(const char *dir, pid_t pgid)
 		return 0;
 	if (pgid > 0)
 		kill(-pgid, SIGKILL);
+	/* A process forked after a scan passed its slot, or in the middle of an
+	 * exec (its environment briefly unreadable), is caught by a later
+	 * scan: stop after two scans in a row that find nothing. */
 	size_t killed = 0;
-	for (int round = 0; round < 100; round++) {
-		/* Stopped first: a stopped process cannot fork a new one that
-		 * the next scan would have to catch. */
-		if (!signal_build(needle, (size_t)nlen, SIGSTOP))
-			break;
-		killed += signal_build(needle, (size_t)nlen, SIGKILL);
+	for (int round = 0, empty = 0; round < 100 && empty < 2; round++) {
+		size_t n = signal_build(needle, (size_t)nlen, SIGKILL);
+		killed += n;
+		empty = n ? 0 : empty + 1;
 	}
 	return killed;
 }

@@ -13,9 +13,8 @@ int trace_rundir_remove(const char *dir, char *err, size_t errlen);
 /* Ends every process of the build: the process group `pgid` (if > 0) and
  * every process of this user whose environment names this run directory
  * (KILN_RUN_DIR=dir: kiln puts it into every exec of the build, so a
- * double-forked daemon that left the group is found too). Processes are
- * stopped before they are killed, so none can fork away meanwhile; the
- * scan repeats until it finds none. Returns how many were killed. */
+ * double-forked daemon that left the group is found too). The scan repeats
+ * until two in a row find none. Returns how many kills were sent. */
 size_t trace_end_build(const char *dir, pid_t pgid);
 
 #endif
