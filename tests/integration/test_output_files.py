@@ -10,6 +10,7 @@ their own in a private mount namespace."""
 import json
 import os
 import shutil
+import sqlite3
 import stat
 import subprocess
 import threading
@@ -283,3 +284,24 @@ def test_shm_create_refuses_dash_and_existing(kiln_bin, tmp_path):
     assert os.path.islink(tmp_path / "taken")
     r = run([kiln_bin, "shm", "create", tmp_path / "nodir" / "map"])
     assert r.returncode == 1 and "does not exist" in r.stderr
+
+
+def test_killed_registry_import_leaves_nothing_behind(kiln_bin, tmp_path):
+    """The database is built in memory and written to an unnamed file at the
+    end: a kill at any point leaves the directory as it was (or, after the
+    rename, the complete database)."""
+    import signal
+    import time
+    d = tmp_path / "store"
+    d.mkdir()
+    for delay in (0.05, 0.3, 1.0):
+        p = subprocess.Popen([str(kiln_bin), "registry", "--db", str(d / "r.db"), "import", "dpkg"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        assert os.listdir(d) in ([], ["r.db"]), os.listdir(d)
+        if os.listdir(d):
+            with sqlite3.connect(d / "r.db") as c:
+                assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            break
