@@ -99,28 +99,14 @@ int builder_begin(struct builder *b, const char *target, char *err, size_t errle
 	struct outfile_dest dest;
 	if (outfile_resolve(AT_FDCWD, target, OUTFILE_REGULAR_ONLY, &dest, err, errlen))
 		return -1;
-	if (snprintf(b->target, sizeof b->target, "%s", dest.path) >= (int)sizeof b->target ||
-	    snprintf(b->tmp, sizeof b->tmp, "%s.tmp-XXXXXX", dest.path) >= (int)sizeof b->tmp) {
+	if (snprintf(b->target, sizeof b->target, "%s", dest.path) >= (int)sizeof b->target) {
 		snprintf(err, errlen, "%s: path too long", target);
 		return -1;
 	}
-	int fd = mkstemp(b->tmp);
-	if (fd < 0) {
-		snprintf(err, errlen, "%s: cannot create a temporary database next to it: %s", target,
-			 strerror(errno));
-		b->tmp[0] = '\0';
-		return -1;
-	}
-	mode_t mask = umask(0);
-	umask(mask);
-	if (fchmod(fd, dest.exists ? dest.mode & 07777 : 0666 & ~mask)) {
-		snprintf(err, errlen, "%s: %s", b->tmp, strerror(errno));
-		close(fd);
-		builder_abort(b);
-		return -1;
-	}
-	close(fd);
-	int rc = sqlite3_open_v2(b->tmp, &b->db, SQLITE_OPEN_READWRITE, NULL);
+	/* Built in memory, written by the output rules at the end: nothing is
+	 * on disk until the commit, so a killed import leaves nothing behind. */
+	snprintf(b->tmp, sizeof b->tmp, "%.4000s (new, in memory)", b->target);
+	int rc = sqlite3_open_v2(":memory:", &b->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
 	if (rc != SQLITE_OK) {
 		sql_fail(b, rc, err, errlen);
 		builder_abort(b);
@@ -128,8 +114,7 @@ int builder_begin(struct builder *b, const char *target, char *err, size_t errle
 	}
 	sqlite3_extended_result_codes(b->db, 0);
 	sqlite3_busy_timeout(b->db, registry_busy_ms());
-	/* Nobody else sees this file until the rename, and a crash leaves only
-	 * a temporary file: no journal, no syncs until the end. */
+	/* Nobody else sees this database until the commit: no journal. */
 	if (exec(b,
 		 "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
 		 "PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY",
@@ -337,23 +322,40 @@ int builder_commit(struct builder *b, char *err, size_t errlen)
 	for (size_t i = 0; i < 4; i++)
 		sqlite3_finalize(stmts[i]);
 	b->ins_pkg = b->ins_file = b->ins_dep = b->ins_prov = NULL;
-	int rc = sqlite3_close(b->db);
+	sqlite3_int64 size = 0;
+	unsigned char *image = sqlite3_serialize(b->db, "main", &size, 0);
+	sqlite3_close(b->db);
 	b->db = NULL;
-	if (rc != SQLITE_OK) {
-		snprintf(err, errlen, "%s: closing the new database failed: %s", b->tmp,
-			 sqlite3_errstr(rc));
+	if (!image) {
+		snprintf(err, errlen, "%s: out of memory writing the new database", b->target);
 		return -1;
 	}
-	if (fsync_path(b->tmp, O_RDONLY)) {
-		snprintf(err, errlen, "%s: fsync: %s", b->tmp, strerror(errno));
-		return -1;
+	/* An unnamed file next to the target, synced, then linked and renamed
+	 * over it (common/outfile.h: its mode is kept). */
+	struct outfile o;
+	int rc = outfile_open(&o, AT_FDCWD, b->target, -1, OUTFILE_REGULAR_ONLY, err, errlen);
+	for (sqlite3_int64 off = 0; rc == 0 && off < size;) {
+		ssize_t n = write(o.fd, image + off, (size_t)(size - off));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			snprintf(err, errlen, "%s: writing the new database: %s", b->target,
+				 n < 0 ? strerror(errno) : "no progress");
+			rc = -1;
+		}
+		off += n > 0 ? n : 0;
 	}
-	if (rename(b->tmp, b->target)) {
-		snprintf(err, errlen, "%s: cannot replace it with %s: %s", b->target, b->tmp,
-			 strerror(errno));
-		return -1;
+	sqlite3_free(image);
+	if (rc == 0 && fsync(o.fd) < 0) {
+		snprintf(err, errlen, "%s: fsync: %s", b->target, strerror(errno));
+		rc = -1;
 	}
-	b->tmp[0] = '\0';
+	if (rc == 0)
+		rc = outfile_commit(&o, err, errlen);
+	else if (o.fd >= 0)
+		outfile_abort(&o);
+	if (rc < 0)
+		return -1;
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof dir, "%s", b->target);
 	fsync_path(dirname(dir), O_RDONLY | O_DIRECTORY);
@@ -369,7 +371,5 @@ void builder_abort(struct builder *b)
 	if (b->db)
 		sqlite3_close(b->db);
 	b->db = NULL;
-	if (b->tmp[0] && strstr(b->tmp, ".tmp-"))
-		unlink(b->tmp);
 	b->tmp[0] = '\0';
 }

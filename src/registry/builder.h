@@ -1,6 +1,7 @@
-/* Builds a new registry database in a temporary file next to the target:
- * bulk inserts in one transaction with indexes created at the end, then
- * fsync and rename(2) over the target. */
+/* Builds a new registry database in memory: bulk inserts in one transaction
+ * with indexes created at the end; the commit writes its image to an unnamed
+ * file next to the target, fsyncs it and renames it over the target
+ * (common/outfile.h), so a failed or killed import leaves nothing behind. */
 #ifndef KILN_REGISTRY_BUILDER_H
 #define KILN_REGISTRY_BUILDER_H
 
@@ -13,7 +14,7 @@
 struct builder {
 	sqlite3 *db;
 	char target[PATH_MAX];
-	char tmp[PATH_MAX];
+	char tmp[PATH_MAX];   /* how messages name the database being built */
 	sqlite3_stmt *ins_pkg, *ins_file, *ins_dep, *ins_prov;
 	long kept;
 	int old_version; /* schema version of the database being replaced, 0 if none */

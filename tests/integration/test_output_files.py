@@ -1,10 +1,16 @@
 """Output files by the rules of docs/output-files.md, through the commands a
 user runs: `-` is stdout; a symlink is followed and kept; a FIFO or a device
 is written through, never replaced; a regular file is replaced atomically,
-keeping its mode; a bad path is refused before anything runs."""
+keeping its mode; a bad path is refused before anything runs.
+
+These tests never name the machine's own /dev/null or /dev/stdout as an
+output (a kiln with the bug they test for would replace them): they use a
+private device node, a stand-in symlink to /proc/self/fd/1, or a /dev of
+their own in a private mount namespace."""
 import json
 import os
 import shutil
+import sqlite3
 import stat
 import subprocess
 import threading
@@ -31,6 +37,25 @@ def world(tmp_path, kiln_bin):
     trace.build = build
     trace.db = db
     return trace
+
+
+@pytest.fixture
+def null_device(tmp_path):
+    """A private character device node like /dev/null: a test of these rules
+    never writes to the machine's own /dev (a broken build would replace it)."""
+    if os.geteuid() != 0:
+        pytest.skip("mknod needs root")
+    node = tmp_path / "null"
+    os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    return node
+
+
+@pytest.fixture
+def dev_stdout(tmp_path):
+    """A stand-in for /dev/stdout: a symlink to /proc/self/fd/1."""
+    link = tmp_path / "dev-stdout"
+    link.symlink_to("/proc/self/fd/1")
+    return link
 
 
 def leftovers(d):
@@ -72,7 +97,7 @@ def test_fifo_is_written_through(world):
     fifo = world.build / "report.fifo"
     os.mkfifo(fifo)
     got = []
-    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()), daemon=True)
     reader.start()
     r = world("--json", fifo, "--", "true", timeout=60)
     reader.join(timeout=60)
@@ -81,34 +106,39 @@ def test_fifo_is_written_through(world):
     assert json.loads(got[0])["exit_status"] == 0
 
 
-def test_character_device_is_written_through(world):
-    before = os.stat("/dev/null")
-    r = world("--json", "/dev/null", "--log", "/dev/null", "--report", "/dev/null", "--", "true")
+def test_character_device_is_written_through(world, null_device):
+    before = os.stat(null_device)
+    r = world("--json", null_device, "--log", null_device, "--report", null_device, "--", "true")
     assert r.returncode == 0, r.stderr
-    after = os.lstat("/dev/null")
+    after = os.lstat(null_device)
     assert stat.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev
+    assert after.st_ino == before.st_ino
     assert "kiln trace report" not in r.stderr   # it went to --report
 
 
-def test_stand_in_symlink_to_dev_stdout(world):
-    (world.build / "stdout").symlink_to("/dev/stdout")
+def test_stand_in_symlink_to_dev_stdout(world, dev_stdout):
+    """stdout -> dev-stdout -> /proc/self/fd/1: the shape of a link to the
+    machine's /dev/stdout, without touching it."""
+    (world.build / "stdout").symlink_to(dev_stdout)
     r = world("--json", "stdout", "--", "true")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["mode"] == "enforce"
-    assert os.readlink(world.build / "stdout") == "/dev/stdout"
-    assert os.path.islink("/dev/stdout")
+    assert os.readlink(world.build / "stdout") == str(dev_stdout)
+    assert os.readlink(dev_stdout) == "/proc/self/fd/1"
 
 
-def test_dev_stdout_redirected_to_a_file_is_written_through(world, kiln_bin, tmp_path):
-    """`--json /dev/stdout > FILE`: the shell's file gets the report."""
+def test_dev_stdout_redirected_to_a_file_is_written_through(world, kiln_bin, tmp_path, dev_stdout):
+    """`--json /dev/stdout > FILE`: the shell's file gets the report, and
+    the file is the same file (written through, not replaced)."""
     out = tmp_path / "captured.json"
     with open(out, "w") as f:
-        p = subprocess.run([str(kiln_bin), "trace", "--db", str(world.db), "--json", "/dev/stdout",
+        ino = os.fstat(f.fileno()).st_ino
+        p = subprocess.run([str(kiln_bin), "trace", "--db", str(world.db), "--json", str(dev_stdout),
                             "--", "true"], cwd=world.build, stdout=f, stderr=subprocess.PIPE,
                            text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert json.loads(out.read_text())["exit_status"] == 0
-    assert os.path.islink("/dev/stdout")
+    assert os.stat(out).st_ino == ino and os.path.islink(dev_stdout)
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root and unshare")
@@ -197,7 +227,7 @@ def test_meta_output_rules(kiln_bin, tmp_path, dwarf_binary):
     fifo = tmp_path / "meta.fifo"
     os.mkfifo(fifo)
     got = []
-    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()), daemon=True)
     reader.start()
     r = run([kiln_bin, "meta", "extrasyms", binary, "-o", fifo])
     reader.join(timeout=60)
@@ -225,7 +255,7 @@ def test_meta_bad_output_refused_before_reading(kiln_bin, tmp_path):
 
 # ---- registry --db and shm create ------------------------------------------
 
-def test_registry_db_symlink_is_followed(kiln_bin, tmp_path):
+def test_registry_db_symlink_is_followed(kiln_bin, tmp_path, null_device):
     manifest = tmp_path / "manifest"
     manifest.write_text("Package: p\nVersion: 1\nFiles:\n /x\n")
     real = tmp_path / "store" / "registry.db"
@@ -239,17 +269,39 @@ def test_registry_db_symlink_is_followed(kiln_bin, tmp_path):
     assert stat.S_IMODE(real.stat().st_mode) == 0o640
     r = run([kiln_bin, "registry", "--db", tmp_path / "reg.db", "owner", "/x"])
     assert r.returncode == 0 and "p" in r.stdout
-    r = run([kiln_bin, "registry", "--db", "/dev/null", "import", "manifest", manifest])
+    r = run([kiln_bin, "registry", "--db", null_device, "import", "manifest", manifest])
     assert r.returncode != 0 and "regular file" in r.stderr
-    assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
+    assert stat.S_ISCHR(os.lstat(null_device).st_mode)
 
 
 def test_shm_create_refuses_dash_and_existing(kiln_bin, tmp_path):
     r = run([kiln_bin, "shm", "create", "-"], cwd=tmp_path)
     assert r.returncode == 1 and not (tmp_path / "-").exists()
-    (tmp_path / "taken").symlink_to("/dev/null")
+    (tmp_path / "taken").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "elsewhere").write_text("")
     r = run([kiln_bin, "shm", "create", tmp_path / "taken"])
     assert r.returncode == 1 and "exists" in r.stderr
     assert os.path.islink(tmp_path / "taken")
     r = run([kiln_bin, "shm", "create", tmp_path / "nodir" / "map"])
     assert r.returncode == 1 and "does not exist" in r.stderr
+
+
+def test_killed_registry_import_leaves_nothing_behind(kiln_bin, tmp_path):
+    """The database is built in memory and written to an unnamed file at the
+    end: a kill at any point leaves the directory as it was (or, after the
+    rename, the complete database)."""
+    import signal
+    import time
+    d = tmp_path / "store"
+    d.mkdir()
+    for delay in (0.05, 0.3, 1.0):
+        p = subprocess.Popen([str(kiln_bin), "registry", "--db", str(d / "r.db"), "import", "dpkg"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        assert os.listdir(d) in ([], ["r.db"]), os.listdir(d)
+        if os.listdir(d):
+            with sqlite3.connect(d / "r.db") as c:
+                assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            break
