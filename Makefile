@@ -48,6 +48,7 @@ ALL_CFLAGS  = $(BASE_CFLAGS) $(OPT_CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) $(CFLAGS)
 NOSAN_CFLAGS = $(BASE_CFLAGS) -O2 $(PKG_CFLAGS) $(CFLAGS)
 
 # ---- sources by component ------------------------------------------------
+COMMON_SRC   := $(wildcard src/common/*.c)
 SHM_SRC      := $(wildcard src/shm/*.c)
 IPC_SRC      := $(wildcard src/ipc/*.c)
 REGISTRY_SRC := $(wildcard src/registry/*.c)
@@ -57,7 +58,7 @@ META_SRC     := $(wildcard src/meta/*.c src/meta/tools/*.c)
 TRACE_SRC    := $(wildcard src/trace/*.c src/trace/hooks/*.c) $(TRACE_GEN_SRC)
 CLI_SRC      := $(wildcard src/cli/*.c)
 
-CORE_SRC := $(SHM_SRC) $(IPC_SRC) $(REGISTRY_SRC) $(SERVER_SRC) \
+CORE_SRC := $(COMMON_SRC) $(SHM_SRC) $(IPC_SRC) $(REGISTRY_SRC) $(SERVER_SRC) \
             $(TRACESVC_SRC) $(META_SRC)
 
 obj     = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -134,8 +135,11 @@ check: unit integration
 unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 
+# The trace tests run twice: with the shared verdict cache (the default) and
+# without it (--no-cache), which must give the same answers.
 integration: all $(HELPER_BINS)
 	KILN_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q tests/integration
+	KILN_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q --kiln-no-cache tests/integration/test_trace_*.py
 
 # ---- demo and benchmarks -------------------------------------------------
 demo: all

@@ -5,7 +5,12 @@
  *                                     or without LD_PRELOAD=LIB in the child's
  *                                     environment only; prints ns per process
  *   preload stat N PATH               N stat() calls; prints ns per call
+ *   preload spawn-stat N K PATH       posix_spawn `preload stat K PATH` N times
+ *                                     in this process's own environment (so
+ *                                     under kiln trace the children are
+ *                                     traced); prints ns per process
  */
+#include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +27,24 @@ static double now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+/* Spawns and waits for `self` n times; prints ns per process. */
+static int spawn_n(int n, const char *self, const posix_spawn_file_actions_t *fa, char *const *argv,
+		   char *const *envp)
+{
+	double t0 = now_ns();
+	for (int i = 0; i < n; i++) {
+		pid_t pid;
+		int st;
+		if (posix_spawn(&pid, self, fa, NULL, argv, envp) != 0)
+			return 1;
+		waitpid(pid, &st, 0);
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			return 1;
+	}
+	printf("%.0f\n", (now_ns() - t0) / n);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -47,18 +70,21 @@ int main(int argc, char **argv)
 			return 1;
 		self[l] = '\0';
 		char *cargv[] = { self, "noop", NULL };
-		double t0 = now_ns();
-		for (int i = 0; i < n; i++) {
-			pid_t pid;
-			int st;
-			if (posix_spawn(&pid, self, NULL, NULL, cargv, envp) != 0)
-				return 1;
-			waitpid(pid, &st, 0);
-			if (!WIFEXITED(st) || WEXITSTATUS(st))
-				return 1;
-		}
-		printf("%.0f\n", (now_ns() - t0) / n);
-		return 0;
+		return spawn_n(n, self, NULL, cargv, envp);
+	}
+	if (argc == 5 && !strcmp(argv[1], "spawn-stat")) {
+		int n = atoi(argv[2]);
+		char self[4096];
+		ssize_t l = readlink("/proc/self/exe", self, sizeof self - 1);
+		if (l < 0)
+			return 1;
+		self[l] = '\0';
+		char *cargv[] = { self, "stat", argv[3], argv[4], NULL };
+		int out = open("/dev/null", O_WRONLY);
+		posix_spawn_file_actions_t fa;
+		posix_spawn_file_actions_init(&fa);
+		posix_spawn_file_actions_adddup2(&fa, out, 1);
+		return spawn_n(n, self, &fa, cargv, environ);
 	}
 	if (argc == 4 && !strcmp(argv[1], "stat")) {
 		int n = atoi(argv[2]);
@@ -70,6 +96,7 @@ int main(int argc, char **argv)
 		printf("%.0f\n", (now_ns() - t0) / n);
 		return 0;
 	}
-	fprintf(stderr, "usage: preload noop | spawn N with|without LIB | stat N PATH\n");
+	fprintf(stderr, "usage: preload noop | spawn N with|without LIB | stat N PATH | "
+			"spawn-stat N K PATH\n");
 	return 2;
 }

@@ -1,5 +1,7 @@
 /* kiln shm: create, inspect and exercise a shared-memory map. */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/cmd_shm_demo.h"
+#include "common/outfile.h"
 #include "shm/shmmap.h"
 
 static void usage(FILE *out)
@@ -105,8 +108,16 @@ static int do_create(int argc, char **argv)
 		return 2;
 	}
 	struct shmmap m;
-	char err[512];
-	if (shmmap_create(&m, argv[optind], &p, err, sizeof err) != 0) {
+	char err[PATH_MAX + 256];
+	/* A map is a new regular file: "-", an existing name (even a symlink)
+	 * and a missing directory are refused up front (docs/output-files.md). */
+	struct outfile_dest dest; /* a dangling symlink: its target is created */
+	if (outfile_resolve(AT_FDCWD, argv[optind], OUTFILE_REGULAR_ONLY | OUTFILE_NO_REPLACE, &dest, err,
+			    sizeof err)) {
+		fprintf(stderr, "kiln shm create: %s\n", err);
+		return 1;
+	}
+	if (shmmap_create(&m, dest.path, &p, err, sizeof err) != 0) {
 		fprintf(stderr, "kiln shm create: %s\n", err);
 		return 1;
 	}

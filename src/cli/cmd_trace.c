@@ -17,8 +17,11 @@
 
 #include "cli/commands.h"
 #include "cli/read_all.h"
+#include "common/outfile.h"
 #include "ipc/proto.h"
+#include "registry/fresh.h"
 #include "registry/registry.h"
+#include "trace/service/artifacts.h"
 #include "trace/service/policy.h"
 #include "trace/service/trace_server.h"
 
@@ -56,13 +59,22 @@ static void usage(FILE *out)
 "  --strict                  exit non-zero if anything was hidden or refused\n"
 "  --json FILE               write the report as JSON\n"
 "  --log FILE                write every path touched with its access classes\n"
-"  --no-cache                ask the server for every check (today every check\n"
-"                            is a round trip anyway: the shared verdict cache is\n"
-"                            not there yet, so this changes nothing)\n"
+"  --report FILE             write the text report to FILE instead of stderr\n"
+"                            (output files: '-' is stdout; symlinks, FIFOs and\n"
+"                            devices are written through; checked before the\n"
+"                            command runs: docs/output-files.md)\n"
+"  --no-refresh              do not re-import a registry older than the dpkg\n"
+"                            database (it is re-imported by default; this\n"
+"                            only warns)\n"
+"  --no-cache                ask the server for every check: no shared verdict\n"
+"                            cache (for comparison; docs/verdict-cache.md);\n"
+"                            KILN_TRACE_NO_CACHE=1 in the environment does the same\n"
+"  --stats                   print the verdict cache's figures (hits, misses,\n"
+"                            round trips, listings, map size, entries) on stderr\n"
 "  --help                    this text\n"
 "\n"
 "The build directory (writable) is the current directory. The report goes to\n"
-"standard error.\n");
+"standard error (or --report FILE).\n");
 }
 
 struct cli_rule {
@@ -80,9 +92,9 @@ struct opts {
 	const char *policy_file;
 	bool unknown_set;
 	enum policy_unknown unknown;
-	bool report_only, strict;
-	const char *json, *log;
-	char *json_abs, *log_abs; /* owned copies made absolute */
+	bool report_only, strict, no_refresh, no_cache, stats;
+	const char *json, *log, *report;
+	char *json_abs, *log_abs, *report_abs; /* owned copies made absolute */
 	char **command;
 };
 
@@ -92,6 +104,7 @@ static void opts_free(struct opts *o)
 	free(o->rules);
 	free(o->json_abs);
 	free(o->log_abs);
+	free(o->report_abs);
 }
 
 static volatile sig_atomic_t build_pgid;
@@ -142,8 +155,18 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			o->strict = true;
 			continue;
 		}
-		if (!strcmp(a, "--no-cache"))
+		if (!strcmp(a, "--no-cache")) {
+			o->no_cache = true;
 			continue;
+		}
+		if (!strcmp(a, "--no-refresh")) {
+			o->no_refresh = true;
+			continue;
+		}
+		if (!strcmp(a, "--stats")) {
+			o->stats = true;
+			continue;
+		}
 		/* Options with a value: "--opt VALUE" or "--opt=VALUE". */
 		const char *eq = strchr(a, '=');
 		size_t nl = eq ? (size_t)(eq - a) : strlen(a);
@@ -154,7 +177,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		name[nl] = '\0';
 		static const char *const valued[] = { "--db", "--deps", "--deps-from-control", "--allow",
 						      "--read", "--ask", "--deny", "--unknown", "--policy",
-						      "--json", "--log" };
+						      "--json", "--log", "--report" };
 		bool known = false;
 		for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
 			known |= !strcmp(name, valued[k]);
@@ -183,6 +206,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			o->json = val;
 		} else if (!strcmp(name, "--log")) {
 			o->log = val;
+		} else if (!strcmp(name, "--report")) {
+			o->report = val;
 		} else if (!strcmp(name, "--unknown")) {
 			if (policy_parse_unknown(val, &o->unknown) < 0) {
 				fprintf(stderr, "kiln trace: --unknown takes report, allow or hide, not '%s'\n", val);
@@ -206,6 +231,10 @@ unknown:
 		return -1;
 	}
 	o->command = argv + i;
+	/* The test suite runs every trace test in both modes this way. */
+	const char *nc = getenv("KILN_TRACE_NO_CACHE");
+	if (nc && *nc && strcmp(nc, "0"))
+		o->no_cache = true;
 	return 0;
 }
 
@@ -214,7 +243,7 @@ unknown:
  * the copy to free. */
 static const char *absolute(const char *p, const char *cwd, char **owned)
 {
-	if (!p || p[0] == '/')
+	if (!p || p[0] == '/' || !strcmp(p, "-"))
 		return p;
 	if (asprintf(owned, "%s/%s", cwd, p) < 0) {
 		*owned = NULL;
@@ -283,6 +312,8 @@ static int build_policy(const struct opts *o, const char *cwd, struct policy *p)
 			goto fail;
 	if (o->unknown_set)
 		p->unknown = o->unknown;
+	if (artifacts_add_to_policy(p, o->control, o->command[0], cwd, err, sizeof err) < 0)
+		goto fail;
 	policy_compile(p);
 	return 0;
 fail:
@@ -292,7 +323,7 @@ fail:
 }
 
 static void exec_command(const struct opts *o, const char *preload, const char *sock,
-			 const char *rundir, bool own_tty)
+			 const char *rundir, const char *cache, bool own_tty)
 {
 	setpgid(0, 0);
 	if (own_tty) /* before it can read the terminal (kiln does the same: no race) */
@@ -302,7 +333,8 @@ static void exec_command(const struct opts *o, const char *preload, const char *
 	if (old && *old ? asprintf(&ld, "%s:%s", preload, old) < 0 : asprintf(&ld, "%s", preload) < 0)
 		_exit(EXIT_KILN);
 	if (setenv("LD_PRELOAD", ld, 1) < 0 || setenv(KILN_ENV_SOCKET, sock, 1) < 0 ||
-	    setenv(KILN_ENV_PRELOAD, preload, 1) < 0 || setenv(KILN_ENV_RUNDIR, rundir, 1) < 0)
+	    setenv(KILN_ENV_PRELOAD, preload, 1) < 0 || setenv(KILN_ENV_RUNDIR, rundir, 1) < 0 ||
+	    (cache ? setenv(KILN_ENV_CACHE, cache, 1) : unsetenv(KILN_ENV_CACHE)) < 0)
 		_exit(EXIT_KILN);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
@@ -313,6 +345,21 @@ static void exec_command(const struct opts *o, const char *preload, const char *
 	int e = errno;
 	fprintf(stderr, "kiln trace: cannot run %s: %s\n", o->command[0], strerror(e));
 	_exit(e == ENOENT ? 127 : 126);
+}
+
+/* Every output file can be written: checked before anything runs. */
+static int check_outputs(const struct opts *o)
+{
+	const char *const outs[] = { o->json, o->log, o->report };
+	const char *const names[] = { "--json", "--log", "--report" };
+	for (size_t i = 0; i < 3; i++) {
+		char err[PATH_MAX + 256];
+		if (outs[i] && outfile_check(AT_FDCWD, outs[i], 0, err, sizeof err) < 0) {
+			fprintf(stderr, "kiln trace: %s: %s; nothing was run\n", names[i], err);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 static int run_trace(struct opts *op);
@@ -329,7 +376,8 @@ int cmd_trace(int argc, char **argv)
 static int run_trace(struct opts *op)
 {
 	struct opts o = *op;
-	char dbbuf[PATH_MAX], cwd[PATH_MAX], preload[PATH_MAX], rundir[PATH_MAX], sock[PATH_MAX];
+	char dbbuf[PATH_MAX], cwd[PATH_MAX], preload[PATH_MAX], rundir[PATH_MAX], sock[PATH_MAX],
+		cache[PATH_MAX];
 	struct policy policy;
 
 	if (!getcwd(cwd, sizeof cwd)) {
@@ -338,8 +386,13 @@ static int run_trace(struct opts *op)
 	}
 	if (!o.db)
 		o.db = registry_default_path(dbbuf, sizeof dbbuf);
+	if (check_outputs(&o) < 0)
+		return 2;
 	o.json = absolute(o.json, cwd, &op->json_abs);
 	o.log = absolute(o.log, cwd, &op->log_abs);
+	o.report = absolute(o.report, cwd, &op->report_abs);
+	if (registry_refresh_if_stale(o.db, !o.no_refresh, "kiln trace", stderr) < 0)
+		return EXIT_KILN;
 	if (find_preload(preload, sizeof preload) < 0 || build_policy(&o, cwd, &policy) < 0)
 		return EXIT_KILN;
 
@@ -349,7 +402,8 @@ static int run_trace(struct opts *op)
 		fprintf(stderr, "kiln trace: cannot create a run directory %s: %s\n", rundir, strerror(errno));
 		goto fail;
 	}
-	if (snprintf(sock, sizeof sock, "%s/socket", rundir) >= (int)sizeof sock) {
+	if (snprintf(sock, sizeof sock, "%s/socket", rundir) >= (int)sizeof sock ||
+	    snprintf(cache, sizeof cache, "%s/verdicts", rundir) >= (int)sizeof cache) {
 		fprintf(stderr, "kiln trace: run directory path %s is too long\n", rundir);
 		remove_run_dir(rundir);
 		goto fail;
@@ -377,16 +431,17 @@ static int run_trace(struct opts *op)
 		signal(SIGPIPE, SIG_IGN); /* a closed stderr must not lose --json/--log */
 		close(ready[0]);
 		close(life[1]);
+		/* stdout stays: --json - and /dev/stdout write to it */
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (null >= 0) {
 			dup2(null, 0);
-			dup2(null, 1);
 			close(null);
 		}
 		struct trace_server_config cfg = {
 			.db = o.db, .deps = o.deps, .ndeps = o.ndeps, .control = o.control,
 			.policy = &policy, .report_only = o.report_only, .json = o.json,
-			.log = o.log, .socket = sock,
+			.log = o.log, .report = o.report, .socket = sock, .stats = o.stats,
+			.cache = o.no_cache || o.report_only ? NULL : cache,
 		};
 		int rc = trace_server_main(&cfg, ready[1], life[0]);
 		fflush(NULL);
@@ -433,7 +488,8 @@ static int run_trace(struct opts *op)
 		goto fail;
 	}
 	if (cmd == 0)
-		exec_command(&o, preload, sock, rundir, own_tty);
+		exec_command(&o, preload, sock, rundir,
+			     o.no_cache || o.report_only ? NULL : cache, own_tty);
 	setpgid(cmd, cmd);
 	build_pgid = cmd;
 	if (own_tty)

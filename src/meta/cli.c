@@ -1,15 +1,18 @@
 /* kiln meta TOOL[,TOOL...]|all BINARY [--format text|json|c] [-o FILE | --out-dir DIR]
  *
  * Parses BINARY once into a model (or takes it from the caller's cache) and
- * runs each named tool over it. Output files are written to a temporary name
- * and renamed, so a failed run never leaves a half-written file behind. */
+ * runs each named tool over it. Output files follow common/outfile.h ("-" is
+ * stdout, symlinks and FIFOs are written through, a regular file is replaced
+ * atomically) and are checked before the binary is read. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/outfile.h"
 #include "meta/cli.h"
 #include "meta/tools/tool.h"
 
@@ -138,37 +141,23 @@ static int parse_tools(const char *spec, const struct meta_tool **sel, size_t *n
 	return *nsel ? 0 : -1;
 }
 
-/* An output: the env's stream, or PATH written through a temporary file. */
+/* An output: the env's stream ("-" or no path), or PATH written by the
+ * output rules of common/outfile.h. */
 struct output {
 	const char *path; /* NULL: env->out */
-	char tmp[4200];
+	struct outfile file;
 	FILE *f;
 };
 
 static int open_output(struct output *o, const char *path, const struct meta_cli_env *env)
 {
-	o->path = path;
+	o->path = path && strcmp(path, "-") ? path : NULL;
 	o->f = env->out;
-	if (!path)
+	if (!o->path)
 		return 0;
-	int fd = -1;
-	for (int k = 0; k < 100 && fd < 0; k++) {
-		if ((size_t)snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld.%d", path,
-					     (long)(env->pid ? env->pid : getpid()), k) >=
-		    sizeof o->tmp) {
-			fprintf(env->err, "kiln meta: %s: path too long\n", path);
-			return -1;
-		}
-		fd = openat(env->dirfd, o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-		if (fd < 0 && errno != EEXIST)
-			break;
-	}
-	if (fd < 0 || !(o->f = fdopen(fd, "w"))) {
-		fprintf(env->err, "kiln meta: %s: cannot create: %s\n", o->tmp, strerror(errno));
-		if (fd >= 0) {
-			close(fd);
-			unlinkat(env->dirfd, o->tmp, 0);
-		}
+	char err[PATH_MAX + 256];
+	if (!(o->f = outfile_fopen(&o->file, env->dirfd, path, -1, 0, err, sizeof err))) {
+		fprintf(env->err, "kiln meta: %s\n", err);
 		return -1;
 	}
 	setvbuf(o->f, NULL, _IOFBF, 1 << 20);
@@ -180,34 +169,61 @@ static int cancelled(const struct meta_cli_env *env)
 	return env->cancel && atomic_load(env->cancel);
 }
 
-/* Flushes/renames the output of JOB; on failure removes the temp file. */
+/* Flushes/commits the output of JOB; on failure drops it (nothing replaced).
+ * A cancelled command never commits. */
 static int finish_output(struct output *o, struct meta_job *job, const struct meta_cli_env *env)
 {
 	int rc = job->rc;
 	if (rc)
 		fprintf(env->err, "kiln meta %s: %s\n", job->tool->name, job->err.msg);
-	if (fflush(o->f) != 0 || ferror(o->f)) {
-		if (!rc)
-			fprintf(env->err, "kiln meta %s: writing %s: %s\n", job->tool->name,
-				o->path ? o->tmp : "the output", strerror(errno));
-		rc = -1;
-	}
-	if (!o->path)
+	if (!o->path) {
+		if (fflush(o->f) != 0 || ferror(o->f)) {
+			if (!rc)
+				fprintf(env->err, "kiln meta %s: writing the output: %s\n", job->tool->name,
+					strerror(errno));
+			rc = -1;
+		}
 		return rc;
-	if (fclose(o->f) != 0 && !rc) {
-		fprintf(env->err, "kiln meta %s: writing %s: %s\n", job->tool->name, o->tmp, strerror(errno));
+	}
+	char err[PATH_MAX + 256];
+	if (rc || cancelled(env)) {
+		outfile_abort(&o->file);
+		rc = -1;
+	} else if (outfile_commit(&o->file, err, sizeof err)) {
+		fprintf(env->err, "kiln meta %s: %s\n", job->tool->name, err);
 		rc = -1;
 	}
-	if (!rc && cancelled(env))
-		rc = -1;
-	if (!rc && renameat(env->dirfd, o->tmp, env->dirfd, o->path) != 0) {
-		fprintf(env->err, "kiln meta %s: cannot rename %s to %s: %s\n", job->tool->name, o->tmp,
-			o->path, strerror(errno));
-		rc = -1;
-	}
-	if (rc)
-		unlinkat(env->dirfd, o->tmp, 0);
 	return rc;
+}
+
+/* DIR/TOOL.EXT for --out-dir, else -o's FILE (or NULL). */
+static const char *output_path(const struct args *a, const struct meta_tool *t, char buf[4096],
+			       const struct meta_cli_env *env)
+{
+	if (!a->outdir)
+		return a->outfile;
+	if ((size_t)snprintf(buf, 4096, "%s/%s.%s", a->outdir, t->name, meta_format_ext(a->fmt)) >= 4096) {
+		fprintf(env->err, "kiln meta: %s: path too long\n", a->outdir);
+		return NULL;
+	}
+	return buf;
+}
+
+/* Every output can be written: checked before the binary is read. */
+static int check_outputs(const struct args *a, const struct meta_tool **sel, size_t nsel,
+			 const struct meta_cli_env *env)
+{
+	for (size_t i = 0; i < nsel && (a->outfile || a->outdir); i++) {
+		char buf[4096], err[PATH_MAX + 256];
+		const char *p = output_path(a, sel[i], buf, env);
+		if (!p)
+			return -1;
+		if (strcmp(p, "-") && outfile_check(env->dirfd, p, 0, err, sizeof err)) {
+			fprintf(env->err, "kiln meta: %s\n", err);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 /* Runs the selected tools over M into their outputs. Returns the exit status. */
@@ -220,17 +236,8 @@ static int run_tools(struct meta_model *m, const struct args *a, const struct me
 	size_t njobs = 0;
 	int rc = 0;
 	for (size_t i = 0; i < nsel; i++) {
-		const char *dest = a->outfile;
-		if (a->outdir) {
-			if ((size_t)snprintf(paths[i], sizeof paths[i], "%s/%s.%s", a->outdir, sel[i]->name,
-					     meta_format_ext(a->fmt)) >= sizeof paths[i]) {
-				fprintf(env->err, "kiln meta: %s: path too long\n", a->outdir);
-				rc = 1;
-				break;
-			}
-			dest = paths[i];
-		}
-		if (open_output(&outs[i], dest, env)) {
+		const char *dest = output_path(a, sel[i], paths[i], env);
+		if ((a->outdir && !dest) || open_output(&outs[i], dest, env)) {
 			rc = 1;
 			break;
 		}
@@ -256,6 +263,36 @@ static int run_tools(struct meta_model *m, const struct args *a, const struct me
 		if (finish_output(&outs[i], &jobs[i], env))
 			rc = 1;
 	return rc;
+}
+
+static int is_local(const char *path)
+{
+	struct outfile_dest d;
+	char err[PATH_MAX + 256];
+	if (outfile_resolve(AT_FDCWD, path, 0, &d, err, sizeof err))
+		return 0; /* the server gives the same error */
+	return d.kind == OUTFILE_STDOUT || d.magic || !strncmp(d.path, "/dev/tty", 8) ||
+	       !strncmp(d.path, "/proc/", 6);
+}
+
+int meta_cli_forwardable(int argc, char **argv)
+{
+	struct args a = { .fmt = META_FMT_TEXT };
+	FILE *null = fopen("/dev/null", "w");
+	int rc = null ? parse_args(argc, argv, &a, null) : 0;
+	if (null)
+		fclose(null);
+	if (rc)
+		return 1;
+	if (a.outfile && strcmp(a.outfile, "-") && is_local(a.outfile))
+		return 0;
+	if (a.outdir) {
+		char probe[4096];
+		snprintf(probe, sizeof probe, "%s/types.txt", a.outdir);
+		if (is_local(probe))
+			return 0;
+	}
+	return 1;
 }
 
 int meta_cli_main(int argc, char **argv, const struct meta_cli_env *env)
@@ -284,6 +321,8 @@ int meta_cli_main(int argc, char **argv, const struct meta_cli_env *env)
 		fprintf(env->err, "kiln meta: -o takes one tool; use --out-dir DIR for several\n");
 		return 2;
 	}
+	if (check_outputs(&a, sel, nsel, env))
+		return 2;
 	a.mopts.has_dirfd = 1;
 	a.mopts.dirfd = env->dirfd;
 	struct meta_err err = { { 0 } };

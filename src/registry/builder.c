@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/outfile.h"
 #include "registry/depends.h"
 #include "registry/internal.h"
 
@@ -77,16 +78,24 @@ static int attach_old(struct builder *b, char *err, size_t errlen)
 int builder_begin(struct builder *b, const char *target, char *err, size_t errlen)
 {
 	memset(b, 0, sizeof *b);
-	if (snprintf(b->target, sizeof b->target, "%s", target) >= (int)sizeof b->target ||
-	    snprintf(b->tmp, sizeof b->tmp, "%s.tmp-XXXXXX", target) >= (int)sizeof b->tmp) {
+	char dir[PATH_MAX];
+	if (snprintf(dir, sizeof dir, "%s", target) >= (int)sizeof dir) {
 		snprintf(err, errlen, "%s: path too long", target);
 		return -1;
 	}
-	char dir[PATH_MAX];
-	snprintf(dir, sizeof dir, "%s", target);
 	char *d = dirname(dir);
 	if (mkdir_p(d)) {
 		snprintf(err, errlen, "%s: cannot create directory: %s", d, strerror(errno));
+		return -1;
+	}
+	/* The output rules (common/outfile.h): a symlinked database is
+	 * followed and its target replaced; a non-regular file is refused. */
+	struct outfile_dest dest;
+	if (outfile_resolve(AT_FDCWD, target, OUTFILE_REGULAR_ONLY, &dest, err, errlen))
+		return -1;
+	if (snprintf(b->target, sizeof b->target, "%s", dest.path) >= (int)sizeof b->target ||
+	    snprintf(b->tmp, sizeof b->tmp, "%s.tmp-XXXXXX", dest.path) >= (int)sizeof b->tmp) {
+		snprintf(err, errlen, "%s: path too long", target);
 		return -1;
 	}
 	int fd = mkstemp(b->tmp);
@@ -98,7 +107,7 @@ int builder_begin(struct builder *b, const char *target, char *err, size_t errle
 	}
 	mode_t mask = umask(0);
 	umask(mask);
-	if (fchmod(fd, 0666 & ~mask)) {
+	if (fchmod(fd, dest.exists ? dest.mode & 07777 : 0666 & ~mask)) {
 		snprintf(err, errlen, "%s: %s", b->tmp, strerror(errno));
 		close(fd);
 		builder_abort(b);

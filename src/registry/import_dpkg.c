@@ -10,6 +10,8 @@
 #include "registry/builder.h"
 #include "registry/canon.h"
 #include "registry/deb822.h"
+#include "registry/dirkinds.h"
+#include "registry/fresh.h"
 #include "registry/import.h"
 #include "registry/internal.h"
 
@@ -123,25 +125,12 @@ static int read_diversions(const char *path, struct strmap *to, struct strmap *b
 	return rc;
 }
 
-static int file_kind(const char *root, const char *canonical)
-{
-	char full[PATH_MAX * 2];
-	snprintf(full, sizeof full, "%s%s", root, canonical);
-	struct stat st;
-	if (lstat(full, &st))
-		return REGISTRY_KIND_FILE;
-	if (S_ISDIR(st.st_mode))
-		return REGISTRY_KIND_DIR;
-	if (S_ISLNK(st.st_mode))
-		return REGISTRY_KIND_SYMLINK;
-	return REGISTRY_KIND_FILE;
-}
-
 struct dpkg_import {
 	const struct registry_import_opts *opts;
 	struct registry_import_result *res;
 	struct builder b;
 	struct canon canon;
+	struct dirkinds kinds;
 	struct strmap div_to, div_by;
 	char admin[PATH_MAX + 16];
 };
@@ -177,7 +166,6 @@ static int import_list(struct dpkg_import *im, const struct dpkg_pkg *p, int64_t
 		return 0;
 	}
 	int line = 0, rc = 0;
-	const char *root = im->canon.root;
 	for (char *s = buf, *eol, *next; *s; s = next) {
 		eol = strchrnul(s, '\n');
 		next = eol + (*eol != '\0');
@@ -207,8 +195,13 @@ static int import_list(struct dpkg_import *im, const struct dpkg_pkg *p, int64_t
 			rc = -1;
 			break;
 		}
-		if (builder_add_file(&im->b, id, listed, canonical, file_kind(root, canonical),
-				     diverted, err, errlen)) {
+		int kind = dirkinds_kind(&im->kinds, canonical);
+		if (kind < 0) {
+			snprintf(err, errlen, "%s: out of memory", path);
+			rc = -1;
+			break;
+		}
+		if (builder_add_file(&im->b, id, listed, canonical, kind, diverted, err, errlen)) {
 			rc = -1;
 			break;
 		}
@@ -275,6 +268,7 @@ int registry_import_dpkg(const char *dbpath, const struct registry_import_opts *
 		canon_free(&im.canon);
 		return -1;
 	}
+	dirkinds_init(&im.kinds, im.canon.root);
 	strmap_init(&im.div_to);
 	strmap_init(&im.div_by);
 	char status_path[PATH_MAX + 32], div_path[PATH_MAX + 32];
@@ -282,7 +276,15 @@ int registry_import_dpkg(const char *dbpath, const struct registry_import_opts *
 	snprintf(div_path, sizeof div_path, "%s/diversions", im.admin);
 	struct status_ctx s = { .file = status_path, .err = err, .errlen = errlen };
 	int rc = -1;
-	char *status = deb822_slurp(status_path, NULL, err, errlen);
+	char *status = NULL;
+	/* Taken before reading: a change during the import makes the next
+	 * freshness check (registry/fresh.h) re-import. */
+	char state[128];
+	if (registry_dpkg_state(root, state, sizeof state) < 0) {
+		snprintf(err, errlen, "%s: %s", status_path, strerror(errno));
+		goto out;
+	}
+	status = deb822_slurp(status_path, NULL, err, errlen);
 	if (!status)
 		goto out;
 	if (deb822_parse(status, status_path, 0, status_stanza, &s, err, errlen) ||
@@ -290,13 +292,14 @@ int registry_import_dpkg(const char *dbpath, const struct registry_import_opts *
 		goto out;
 	if (builder_begin(&im.b, dbpath, err, errlen))
 		goto out;
-	char when[64];
+	char when[64], abs_root[PATH_MAX]; /* absolute: fresh.c compares it later, from anywhere */
 	time_t now = time(NULL);
 	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 	if (builder_replace_origin(&im.b, "dpkg", err, errlen) ||
 	    import_packages(&im, &s, err, errlen) ||
-	    builder_set_meta(&im.b, "dpkg_root", root, err, errlen) ||
+	    builder_set_meta(&im.b, "dpkg_root", realpath(root, abs_root) ? abs_root : root, err, errlen) ||
 	    builder_set_meta(&im.b, "dpkg_imported_at", when, err, errlen) ||
+	    builder_set_meta(&im.b, "dpkg_state", state, err, errlen) ||
 	    builder_commit(&im.b, err, errlen)) {
 		builder_abort(&im.b);
 		goto out;
@@ -309,6 +312,7 @@ out:
 	free(s.v);
 	strmap_free(&im.div_to);
 	strmap_free(&im.div_by);
+	dirkinds_free(&im.kinds);
 	canon_free(&im.canon);
 	return rc;
 }

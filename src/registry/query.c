@@ -508,6 +508,11 @@ static int meta_get(struct kiln_registry *reg, const char *key, char *buf, size_
 	return each_row(reg, sql, 0, text_row, span) < 0 ? -1 : 0;
 }
 
+int registry_meta(struct kiln_registry *reg, const char *key, char *buf, size_t len)
+{
+	return meta_get(reg, key, buf, len);
+}
+
 int registry_get_stats(struct kiln_registry *reg, struct registry_stats *s)
 {
 	memset(s, 0, sizeof *s);

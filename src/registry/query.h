@@ -64,6 +64,10 @@ struct registry_stats {
 };
 int registry_get_stats(struct kiln_registry *reg, struct registry_stats *st);
 
+/* Value of the meta table's KEY into buf ("" when absent, e.g. "dpkg_root",
+ * "dpkg_state"). Returns 0 or -1. */
+int registry_meta(struct kiln_registry *reg, const char *key, char *buf, size_t len);
+
 /* Adds id to a set (kept sorted). Returns 0 or -1 (out of memory). */
 int registry_pkgset_add(struct registry_pkgset *set, int64_t id);
 

@@ -242,7 +242,11 @@ void kt_client_after_fork(void)
 
 int kt_is_kiln_fd(int fd)
 {
-	if (fd < KT_FD_MIN || atomic_load(&pool_pid) <= 0)
+	if (fd < KT_FD_MIN)
+		return 0;
+	if (fd == kt_cache_fd())
+		return 1;
+	if (atomic_load(&pool_pid) <= 0)
 		return 0;
 	for (int i = 0; i < KT_POOL; i++)
 		if (atomic_load_explicit(&pool[i].fd, memory_order_relaxed) == fd)
@@ -253,10 +257,10 @@ int kt_is_kiln_fd(int fd)
 int kt_kiln_fds(int *out)
 {
 	int n = 0;
-	if (atomic_load(&pool_pid) <= 0)
-		return 0;
-	for (int i = 0; i < KT_POOL && n < KT_MAX_KILN_FDS; i++) {
-		int fd = atomic_load_explicit(&pool[i].fd, memory_order_relaxed);
+	int owned = atomic_load(&pool_pid) > 0;
+	for (int i = owned ? 0 : KT_POOL; i <= KT_POOL && n < KT_MAX_KILN_FDS; i++) {
+		int fd = i < KT_POOL ? atomic_load_explicit(&pool[i].fd, memory_order_relaxed)
+				     : kt_cache_fd();
 		if (fd < 0)
 			continue;
 		int j = n++;
@@ -273,6 +277,10 @@ int kt_release_fd_number(int fd)
 {
 	if (!kt_is_kiln_fd(fd))
 		return 0;
+	if (fd == kt_cache_fd()) {
+		kt_cache_move_fd();
+		return 0;
+	}
 	for (int i = 0; i < KT_POOL; i++) {
 		if (atomic_load(&pool[i].fd) != fd)
 			continue;
@@ -343,6 +351,9 @@ int kiln_ask(const char *abspath, unsigned access, unsigned qflags)
 	size_t plen = strlen(abspath);
 	if (plen > KILN_PATH_MAX)
 		return KILN_V_ERROR;
+	int cached;
+	if (kt_cache_ask(abspath, plen, access, qflags, &cached))
+		return cached;
 	struct {
 		struct kiln_msg_hdr h;
 		struct kiln_query q;
@@ -378,6 +389,8 @@ int kiln_ask_dir(const char *absdir, const char *const *names, size_t n,
 	size_t dlen = strlen(absdir);
 	if (dlen > KILN_PATH_MAX)
 		return -1;
+	if (kt_cache_ask_dir(absdir, names, n, hidden))
+		return 0;
 	char req[16384]; /* on the caller's stack: long listings take several */
 	size_t done = 0;
 	while (done < n) {

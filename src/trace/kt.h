@@ -95,7 +95,7 @@ unsigned kt_fopen_qflags(const char *mode);
 int kt_is_kiln_fd(int fd);
 
 /* kiln's fds in ascending order; returns how many (<= KT_MAX_KILN_FDS). */
-#define KT_MAX_KILN_FDS 8
+#define KT_MAX_KILN_FDS 9 /* the pool and the cache map */
 int kt_kiln_fds(int *out);
 
 /* Moves kiln's fd away from `fd` (dup2/dup3 are about to reuse its number).
@@ -124,6 +124,23 @@ int kt_spawn_refused(const posix_spawn_file_actions_t *fa);
 
 /* In the child of a fork: forget the parent's connections. */
 void kt_client_after_fork(void);
+
+/* ---- cache.c: the shared verdict cache (docs/verdict-cache.md) --------- */
+
+/* Answers a question from the map: 1 and *verdict, or 0 (ask the server).
+ * Attaches the map on first use ($KILN_CACHE; unset: never). */
+int kt_cache_ask(const char *abs, size_t plen, unsigned access, unsigned qflags, int *verdict);
+/* Same for a listing batch: 1 with hidden[] filled, or 0. */
+int kt_cache_ask_dir(const char *dir, const char *const *names, size_t n, unsigned char *hidden);
+/* 1 when absolute `path` has no symlink on its way (the last component not
+ * counted with nofollow), or does not exist past a symlink-free prefix. */
+int kt_no_symlinks(const char *path, int nofollow);
+/* The map's fd (one of kiln's fds), or -1; moving it off its number. */
+int kt_cache_fd(void);
+void kt_cache_move_fd(void);
+/* In the child of a fork: count it as a process of its own on its first
+ * question. */
+void kt_cache_after_fork(void);
 
 #pragma GCC visibility pop
 

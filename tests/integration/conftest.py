@@ -11,6 +11,25 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILD = pathlib.Path(os.environ.get("KILN_BUILD", ROOT / "build"))
 
 
+def pytest_addoption(parser):
+    parser.addoption("--kiln-no-cache", action="store_true",
+                     help="run `kiln trace` without its shared verdict cache (make check "
+                          "runs the trace tests in both modes)")
+
+
+def pytest_configure(config):
+    # Every `kiln trace` a test starts inherits this (KILN_TRACE_NO_CACHE=1
+    # is --no-cache); set it either way so the caller's environment cannot
+    # choose the mode.
+    os.environ["KILN_TRACE_NO_CACHE"] = "1" if config.getoption("--kiln-no-cache") else "0"
+
+
+@pytest.fixture(scope="session")
+def trace_cached():
+    """True when `kiln trace` runs with its verdict cache in this session."""
+    return os.environ.get("KILN_TRACE_NO_CACHE") == "0"
+
+
 @pytest.fixture(scope="session")
 def build_dir():
     return BUILD

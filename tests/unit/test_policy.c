@@ -143,6 +143,39 @@ static void policy_file_errors_name_file_and_line(void **state)
 	policy_free(&p);
 }
 
+static void package_artifacts_only(void **state)
+{
+	(void)state;
+	struct policy p;
+	policy_init(&p);
+	const char *names[] = { "hello", "hello-doc" };
+	assert_int_equal(policy_set_artifacts(&p, "/home/u/src/", names, 2, err, sizeof err), 0);
+	static const char *const yes[] = {
+		"/home/u/src/hello_2.10-3_amd64.deb", "/home/u/src/hello-doc_2.10-3_all.deb",
+		"/home/u/src/hello-dbgsym_2.10-3_amd64.deb", "/home/u/src/hello_2.10-3_amd64.buildinfo",
+		"/home/u/src/hello_2.10-3_amd64.changes", "/home/u/src/hello_2.10-3_amd64.changes.new",
+		"/home/u/src/hello_2.10-3.dsc", "/home/u/src/hello_2.10.orig.tar.gz",
+		"/home/u/src/hello_2.10-3.debian.tar.xz", "/home/u/src/hello_2.10-3_amd64.build",
+		"/home/u/src/hello_1_amd64.udeb",
+	};
+	static const char *const no[] = {
+		"/home/u/src/notes.txt", "/home/u/src/hello", "/home/u/src/hello.deb",
+		"/home/u/src/hellox_1_all.deb", "/home/u/src/other_1_all.deb",
+		"/home/u/src/sub/hello_1_all.deb", "/home/u/hello_1_all.deb",
+		"/home/u/src/hello_1_all.deb.bak", "/home/u/src/hello_1_all.txt",
+		"/home/u/srcx/hello_1_all.deb", "/home/u/src",
+	};
+	for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+		assert_true(policy_is_artifact(&p, yes[i]));
+	for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+		if (policy_is_artifact(&p, no[i]))
+			fail_msg("%s taken for an artifact", no[i]);
+	policy_free(&p);
+	policy_init(&p);
+	assert_false(policy_is_artifact(&p, "/home/u/src/hello_1_all.deb")); /* no rule: nothing */
+	policy_free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -152,6 +185,7 @@ int main(void)
 		cmocka_unit_test(defaults_for_debian_builds),
 		cmocka_unit_test(policy_file),
 		cmocka_unit_test(policy_file_errors_name_file_and_line),
+		cmocka_unit_test(package_artifacts_only),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

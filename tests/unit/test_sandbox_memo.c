@@ -15,20 +15,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fake_oracle.h"
 #include "trace/service/sandbox.h"
 
 static char top[PATH_MAX], err[1024];
-
-static int fake_owner(void *ctx, const char *path, char *pkg, size_t len)
-{
-	(void)ctx;
-	const char *base = strrchr(path, '/');
-	if (base && !strncmp(base + 1, "foreign", 7)) {
-		snprintf(pkg, len, "pkgx");
-		return SBX_OWNER_FOREIGN;
-	}
-	return SBX_OWNER_DEP;
-}
 
 struct fixture {
 	struct policy pol;
@@ -78,7 +68,7 @@ static int setup(void **state)
 	assert_int_equal(policy_add(&f->pol, POLICY_ALLOW, at("/managed/local"), err, sizeof err), 0);
 	policy_compile(&f->pol);
 	unsetenv("KILN_TRACE_NO_MEMO");
-	sandbox_init(&f->sbx, &f->pol, (struct sbx_oracle){ .owner = fake_owner });
+	sandbox_init(&f->sbx, &f->pol, (struct sbx_oracle){ .owner = fake_owner_by_name });
 	*state = f;
 	return 0;
 }
@@ -191,7 +181,7 @@ static void memo_off_by_environment(void **state)
 	struct fixture *f = *state;
 	sandbox_free(&f->sbx);
 	setenv("KILN_TRACE_NO_MEMO", "1", 1);
-	sandbox_init(&f->sbx, &f->pol, (struct sbx_oracle){ .owner = fake_owner });
+	sandbox_init(&f->sbx, &f->pol, (struct sbx_oracle){ .owner = fake_owner_by_name });
 	unsetenv("KILN_TRACE_NO_MEMO");
 	assert_false(f->sbx.memo_walks);
 	decide(f, "/managed/a.h", KILN_A_READ, 0);

@@ -115,8 +115,10 @@ KT_EXPORT int dup3(int oldfd, int newfd, int flags)
 static pid_t do_fork(void)
 {
 	pid_t pid = REAL(fork, pid_t (*)(void))();
-	if (pid == 0)
+	if (pid == 0) {
 		kt_client_after_fork();
+		kt_cache_after_fork();
+	}
 	return pid;
 }
 

@@ -15,11 +15,21 @@ void policy_init(struct policy *p)
 	*p = (struct policy){ .unknown = UNKNOWN_REPORT };
 }
 
+static void artifacts_free(struct policy_artifacts *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->names[i]);
+	free(a->names);
+	free(a->dir);
+	*a = (struct policy_artifacts){ 0 };
+}
+
 void policy_free(struct policy *p)
 {
 	for (size_t i = 0; i < p->n; i++)
 		free(p->rules[i].prefix);
 	free(p->rules);
+	artifacts_free(&p->art);
 	*p = (struct policy){ 0 };
 }
 
@@ -261,7 +271,7 @@ void policy_compile(struct policy *p)
 	p->compiled = true;
 }
 
-static bool covers(const struct policy_rule *r, const char *path)
+bool policy_covers(const struct policy_rule *r, const char *path)
 {
 	if (r->len == 1) /* "/" */
 		return path[0] == '/';
@@ -273,7 +283,7 @@ const struct policy_rule *policy_match(const struct policy *p, const char *path)
 	/* Rules are sorted longest first, so the first that covers is the most
 	 * specific. */
 	for (size_t i = 0; i < p->n; i++)
-		if (covers(&p->rules[i], path))
+		if (policy_covers(&p->rules[i], path))
 			return &p->rules[i];
 	return NULL;
 }
@@ -282,4 +292,70 @@ enum policy_action policy_action_for(const struct policy *p, const char *path)
 {
 	const struct policy_rule *r = policy_match(p, path);
 	return r ? r->action : POLICY_READ;
+}
+
+int policy_set_artifacts(struct policy *p, const char *dir, const char *const *names, size_t n,
+			 char *err, size_t errlen)
+{
+	char norm[PATH_MAX];
+	artifacts_free(&p->art);
+	if (dir[0] != '/' || normalise(dir, norm, sizeof norm) < 0) {
+		snprintf(err, errlen, "artifact directory '%s' is not a normal absolute path", dir);
+		return -1;
+	}
+	p->art.dir = strdup(norm);
+	p->art.names = calloc(n + 1, sizeof *p->art.names);
+	for (size_t i = 0; p->art.dir && p->art.names && i < n; i++)
+		if ((p->art.names[p->art.n] = strdup(names[i])))
+			p->art.n++;
+	if (!p->art.dir || !p->art.names || p->art.n != n) {
+		artifacts_free(&p->art);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+static bool ends_with(const char *s, size_t n, const char *suffix)
+{
+	size_t k = strlen(suffix);
+	return n >= k && !memcmp(s + n - k, suffix, k);
+}
+
+/* NAME_..., NAME-dbgsym_... */
+static bool named_for(const char *base, const char *name)
+{
+	size_t k = strlen(name);
+	if (strncmp(base, name, k))
+		return false;
+	return base[k] == '_' || (!strncmp(base + k, "-dbgsym_", 8));
+}
+
+bool policy_is_artifact(const struct policy *p, const char *path)
+{
+	const struct policy_artifacts *a = &p->art;
+	if (!a->dir)
+		return false;
+	size_t dl = strlen(a->dir);
+	if (strncmp(path, a->dir, dl) || path[dl == 1 ? 0 : dl] != '/')
+		return false;
+	const char *base = path + (dl == 1 ? 1 : dl + 1);
+	if (!*base || strchr(base, '/'))
+		return false;
+	size_t n = strlen(base);
+	if (ends_with(base, n, ".new")) /* dpkg-genchanges/-genbuildinfo write X.new, rename it to X */
+		n -= 4;
+	static const char *const suffixes[] = { ".deb", ".udeb", ".ddeb", ".buildinfo", ".changes",
+						".dsc", ".build", ".diff.gz" };
+	bool kind = false;
+	for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++)
+		kind |= ends_with(base, n, suffixes[i]);
+	const char *tar = strstr(base, ".tar.");
+	kind |= tar && (size_t)(tar - base) < n;
+	if (!kind)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (named_for(base, a->names[i]))
+			return true;
+	return false;
 }

@@ -29,11 +29,22 @@ struct policy_rule {
 	size_t order;     /* position of addition: a later rule for the same prefix wins */
 };
 
+/* A package build's results beside its source tree (artifacts.c): new files
+ * in `dir` named NAME_*.deb (.udeb, .ddeb, .buildinfo, .changes, .dsc,
+ * .build, source tarballs, and their ".new" temporaries) for NAME the source
+ * or a binary package (or NAME-dbgsym) are writable. */
+struct policy_artifacts {
+	char *dir;       /* normalised absolute directory; NULL: none */
+	char **names;
+	size_t n;
+};
+
 struct policy {
 	struct policy_rule *rules;
 	size_t n, cap;
 	enum policy_unknown unknown;
 	bool compiled;
+	struct policy_artifacts art;
 };
 
 void policy_init(struct policy *p);
@@ -57,10 +68,19 @@ int policy_load_file(struct policy *p, const char *file, char *err, size_t errle
 /* Sorts the rules for matching; must be called after the last addition. */
 void policy_compile(struct policy *p);
 
+/* Whether rule r's prefix covers absolute normalised `path` (per component). */
+bool policy_covers(const struct policy_rule *r, const char *path);
+
 /* The rule covering absolute normalised path `path` (NULL if none). */
 const struct policy_rule *policy_match(const struct policy *p, const char *path);
 /* Its action; paths no rule covers are POLICY_READ. */
 enum policy_action policy_action_for(const struct policy *p, const char *path);
+
+/* Makes DIR's artifacts of packages NAMES writable (struct policy_artifacts). */
+int policy_set_artifacts(struct policy *p, const char *dir, const char *const *names, size_t n,
+			 char *err, size_t errlen);
+/* Whether absolute normalised PATH is one of those artifacts. */
+bool policy_is_artifact(const struct policy *p, const char *path);
 
 const char *policy_action_name(enum policy_action a);
 int policy_parse_action(const char *word, enum policy_action *a);

@@ -2,7 +2,11 @@
  * access log (every path with its access classes). */
 #include "trace/service/tracelog.h"
 
+#include "common/outfile.h"
+
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -159,6 +163,21 @@ done:
 	free(unk);
 }
 
+void tracelog_write_stats(const struct tracelog *t, FILE *out)
+{
+	const struct trace_cache_figures *c = &t->cache;
+	uint64_t asked = c->hits + c->misses;
+	fprintf(out, "kiln trace: verdict cache %s\n", c->enabled ? "on" : "off (--no-cache or --report-only)");
+	fprintf(out, "  hits         %" PRIu64 " (%.1f%% of %" PRIu64 " questions)\n", c->hits,
+		asked ? 100.0 * (double)c->hits / (double)asked : 0.0, asked);
+	fprintf(out, "  misses       %" PRIu64 "\n", c->misses);
+	fprintf(out, "  round trips  %lu (%lu path queries, %lu listings)\n", t->queries + t->dir_queries,
+		t->queries, t->dir_queries);
+	fprintf(out, "  listings     %" PRIu64 " answered from the cache\n", c->listings);
+	fprintf(out, "  map          %" PRIu64 " bytes, %" PRIu64 " entries\n", c->map_bytes, c->entries);
+	fprintf(out, "  processes    %zu\n", tracelog_processes(t));
+}
+
 /* ---- JSON ------------------------------------------------------------- */
 
 static void json_str(FILE *f, const char *s, size_t n)
@@ -237,37 +256,12 @@ static void json_findings(FILE *f, const struct tracelog *t, const struct item *
 	fputc(']', f);
 }
 
-static FILE *open_temp(const char *file, char *tmp, size_t tmplen, char *err, size_t errlen)
-{
-	snprintf(tmp, tmplen, "%s.tmp.%ld", file, (long)getpid());
-	FILE *f = fopen(tmp, "we");
-	if (!f)
-		snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
-	return f;
-}
-
-static int close_rename(FILE *f, const char *tmp, const char *file, char *err, size_t errlen)
-{
-	bool bad = ferror(f);
-	if (fclose(f) != 0 || bad) {
-		snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno ? errno : EIO));
-		unlink(tmp);
-		return -1;
-	}
-	if (rename(tmp, file) < 0) {
-		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, file, strerror(errno));
-		unlink(tmp);
-		return -1;
-	}
-	return 0;
-}
-
 int tracelog_write_json(const struct tracelog *t, const char *file, int exit_status,
 			char *err, size_t errlen)
 {
-	char tmp[4200];
+	struct outfile out;
 	struct item *hid = sorted(&t->hidden), *ref = sorted(&t->refused), *unk = sorted(&t->unknown);
-	FILE *f = hid && ref && unk ? open_temp(file, tmp, sizeof tmp, err, errlen) : NULL;
+	FILE *f = hid && ref && unk ? outfile_fopen(&out, AT_FDCWD, file, STDOUT_FILENO, 0, err, errlen) : NULL;
 	if (!f) {
 		if (!hid || !ref || !unk)
 			snprintf(err, errlen, "out of memory writing %s", file);
@@ -316,15 +310,21 @@ int tracelog_write_json(const struct tracelog *t, const char *file, int exit_sta
 	fprintf(f, "],\n\"totals\":{\"queries\":%lu,\"dir_queries\":%lu,\"entries_hidden\":%lu,"
 		"\"paths\":%zu,\"processes\":%zu,\"connections\":%zu,\"hidden\":%zu,\"hidden_packages\":%zu,"
 		"\"refused_writes\":%zu,\"unknown\":%zu,\"exec_events\":%zu,\"undecidable\":%lu,"
-		"\"violations\":%lu,\"server_cpu_seconds\":%.3f}}\n",
+		"\"violations\":%lu,\"server_cpu_seconds\":%.3f},\n",
 		t->queries, t->dir_queries, t->entries_hidden, t->paths.n, tracelog_processes(t),
 		t->nclients, t->hidden.n,
 		npkgs, t->refused.n, t->unknown.n, t->nevents, t->failures, tracelog_violations(t),
 		t->server_cpu);
+	const struct trace_cache_figures *c = &t->cache;
+	fprintf(f, "\"cache\":{\"enabled\":%s,\"hits\":%" PRIu64 ",\"misses\":%" PRIu64
+		",\"round_trips\":%lu,\"listings\":%" PRIu64 ",\"map_bytes\":%" PRIu64
+		",\"entries\":%" PRIu64 "}}\n",
+		c->enabled ? "true" : "false", c->hits, c->misses, t->queries + t->dir_queries,
+		c->listings, c->map_bytes, c->entries);
 	free(hid);
 	free(ref);
 	free(unk);
-	return close_rename(f, tmp, file, err, errlen);
+	return outfile_commit(&out, err, errlen);
 }
 
 static int by_key(const void *a, const void *b)
@@ -334,9 +334,9 @@ static int by_key(const void *a, const void *b)
 
 int tracelog_write_log(const struct tracelog *t, const char *file, char *err, size_t errlen)
 {
-	char tmp[4200];
+	struct outfile out;
 	const char **keys = calloc(t->paths.n + 1, sizeof *keys);
-	FILE *f = keys ? open_temp(file, tmp, sizeof tmp, err, errlen) : NULL;
+	FILE *f = keys ? outfile_fopen(&out, AT_FDCWD, file, STDOUT_FILENO, 0, err, errlen) : NULL;
 	if (!f) {
 		if (!keys)
 			snprintf(err, errlen, "out of memory writing %s", file);
@@ -363,5 +363,5 @@ int tracelog_write_log(const struct tracelog *t, const char *file, char *err, si
 		fprintf(f, " %s\n", keys[i]);
 	}
 	free(keys);
-	return close_rename(f, tmp, file, err, errlen);
+	return outfile_commit(&out, err, errlen);
 }

@@ -105,7 +105,8 @@ void sandbox_init(struct sandbox *s, const struct policy *compiled, struct sbx_o
 	const char *off = getenv("KILN_TRACE_NO_MEMO");
 	s->memo_walks = !(off && *off && strcmp(off, "0"));
 	s->walks = (struct pathtab){ 0 };
-	s->stable_rule = s->memo_walks ? stable_rules(compiled) : NULL;
+	/* Also without the memo: the verdict cache asks d->stable. */
+	s->stable_rule = stable_rules(compiled);
 	if (!s->stable_rule)
 		s->memo_walks = false;
 	s->walk_hits = s->walk_flushes = 0;
@@ -416,6 +417,7 @@ void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned acc
 	d->reason = SBX_OK;
 	d->exists = false;
 	d->unknown = false;
+	d->stable = false;
 	d->pkg[0] = '\0';
 	d->node[0] = '\0';
 
@@ -448,6 +450,7 @@ void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned acc
 		if (s->memo_walks && w.stable)
 			walk_remember(s, klen, o, &w, d);
 	}
+	d->stable = w.stable;
 	if (o == WALK_HIDDEN)
 		goto hidden;
 
@@ -463,7 +466,8 @@ void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned acc
 	 * answers EEXIST (mkdir -p walks every ancestor that way). */
 	if (writes == KILN_A_CREATE && d->exists && w.is_dir)
 		writes = 0;
-	if (writes && policy_action_for(s->policy, d->node) != POLICY_ALLOW) {
+	if (writes && policy_action_for(s->policy, d->node) != POLICY_ALLOW &&
+	    !policy_is_artifact(s->policy, d->node)) {
 		d->verdict = KILN_V_DENY;
 		d->reason = SBX_WRITE_REFUSED;
 	}
@@ -486,6 +490,13 @@ void sandbox_write_passed(struct sandbox *s, const char *path, unsigned access,
 		pathtab_free(&s->walks, free);
 		s->walk_flushes++;
 	}
+}
+
+bool sandbox_path_stable(const struct sandbox *s, const char *path)
+{
+	if (!strncmp(path, "/proc", 5) && (path[5] == '\0' || path[5] == '/'))
+		return false;
+	return rule_stable(s, policy_match(s->policy, path));
 }
 
 bool sandbox_entry_hidden(struct sandbox *s, const char *dir, const char *name)

@@ -45,6 +45,8 @@ struct sbx_decision {
 	enum sbx_reason reason;
 	bool exists;               /* the final path exists */
 	bool unknown;              /* allowed, but unknown to the registry in an ask-tree */
+	bool stable;               /* the walk only visited registry-managed trees: the
+				    * decision holds for the whole run (verdict cache) */
 	char node[SBX_BUF];        /* hidden node, else the final (canonical) path */
 	char pkg[SBX_PKG_MAX];     /* owning package for SBX_HIDDEN_PKG */
 };
@@ -80,6 +82,10 @@ void sandbox_write_passed(struct sandbox *s, const char *path, unsigned access,
  * means) with access classes `access` and query flags `qflags`. */
 void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned access,
 		    unsigned qflags, struct sbx_decision *d);
+
+/* Whether the visibility of an existing node at canonical `path` holds for
+ * the whole run (it lies in a registry-managed tree, not under /proc). */
+bool sandbox_path_stable(const struct sandbox *s, const char *path);
 
 /* Whether a directory entry must vanish from a listing of canonical
  * directory `dir`: true when the entry itself (not followed) is hidden. */

@@ -70,6 +70,9 @@ static int on_query(struct trace_service *ts, int client, int fd, const char *pa
 	struct kiln_verdict_msg v = { .verdict = ts->report_only ? KILN_V_ALLOW : ts->dec.verdict };
 	if (v.verdict == KILN_V_ALLOW)
 		sandbox_write_passed(&ts->sbx, ts->path, q.access, &ts->dec);
+	/* Before the answer: the asker's next identical question is a hit. */
+	if (ts->vc && !ts->report_only)
+		verdict_cache_query(ts->vc, ts->path, q.access, q.qflags, &ts->dec);
 	return kiln_msg_send(fd, KILN_MSG_VERDICT, &v, sizeof v, NULL, 0, MSG_DONTWAIT);
 }
 
@@ -125,6 +128,9 @@ static int on_query_dir(struct trace_service *ts, int client, int fd, const char
 		nhidden = q.count;
 	}
 	tracelog_dir(&ts->log, nhidden);
+	if (ts->vc && !ts->report_only)
+		verdict_cache_listing(ts->vc, ts->path, &ts->dec, payload + sizeof q + q.dirlen, q.count,
+				      hidden);
 	struct kiln_verdict_dir v = { .count = q.count };
 	return kiln_msg_send(fd, KILN_MSG_VERDICT_DIR, &v, sizeof v, hidden, q.count, MSG_DONTWAIT);
 }

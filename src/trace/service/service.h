@@ -12,11 +12,13 @@
 #include "server/server.h"
 #include "trace/service/sandbox.h"
 #include "trace/service/tracelog.h"
+#include "trace/service/verdict_cache.h"
 
 struct trace_service {
 	struct sandbox sbx;
 	struct tracelog log;
 	bool report_only;
+	struct verdict_cache *vc;  /* the shared verdict cache, or NULL (--no-cache) */
 	struct sbx_decision dec;
 	char path[KILN_PATH_MAX + 1];
 };

@@ -1,12 +1,14 @@
 #include "trace/service/trace_server.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "common/outfile.h"
 #include "server/server.h"
 #include "trace/service/control.h"
 #include "trace/service/deps.h"
@@ -22,6 +24,21 @@ static void say_ready(int fd, const char *err)
 	close(fd);
 }
 
+/* The text report to FILE (output rules of common/outfile.h), else stderr. */
+static int write_text_report(const struct tracelog *t, const char *file, char *err, size_t errlen)
+{
+	if (!file) {
+		tracelog_write_text(t, stderr);
+		return 0;
+	}
+	struct outfile o;
+	FILE *f = outfile_fopen(&o, AT_FDCWD, file, STDOUT_FILENO, 0, err, errlen);
+	if (!f)
+		return -1;
+	tracelog_write_text(t, f);
+	return outfile_commit(&o, err, errlen);
+}
+
 int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int lifeline_fd)
 {
 	char err[1024];
@@ -30,6 +47,7 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	const char **declared = NULL;
 	size_t ndeclared = 0;
 	struct trace_service *ts = NULL;
+	struct verdict_cache vc = { 0 };
 	int listen_fd = -1, rc = TRACE_SERVER_FAILED;
 
 	struct kiln_registry *reg = registry_open(cfg->db, REGISTRY_RDONLY, err, sizeof err);
@@ -51,6 +69,13 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	ts->log.declared = declared;
 	ts->log.ndeclared = ndeclared;
 	ts->log.closure_size = closure.n;
+	if (cfg->cache && !cfg->report_only) {
+		if (verdict_cache_create(&vc, cfg->cache, &ts->sbx, err, sizeof err) < 0)
+			goto fail;
+		ts->vc = &vc;
+		ts->log.cache.enabled = true;
+		ts->log.cache_pids = verdict_cache_pids(&vc, &ts->log.cache_pid_words);
+	}
 	if ((listen_fd = kiln_server_listen(cfg->socket, err, sizeof err)) < 0)
 		goto fail;
 	say_ready(ready_fd, NULL);
@@ -74,7 +99,21 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		ts->log.server_cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
 				     (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-	tracelog_write_text(&ts->log, stderr);
+	if (ts->vc) {
+		struct verdict_cache_stats cs;
+		verdict_cache_stats(ts->vc, &cs);
+		ts->log.cache.hits = cs.hits;
+		ts->log.cache.misses = cs.misses;
+		ts->log.cache.listings = cs.listings;
+		ts->log.cache.map_bytes = cs.map_bytes;
+		ts->log.cache.entries = cs.entries;
+	}
+	if (write_text_report(&ts->log, cfg->report, err, sizeof err) < 0) {
+		fprintf(stderr, "kiln trace: %s\n", err);
+		rc = TRACE_SERVER_FAILED;
+	}
+	if (cfg->stats)
+		tracelog_write_stats(&ts->log, stderr);
 	if (getenv("KILN_TRACE_MEMO_STATS"))
 		fprintf(stderr, "kiln trace: server: walk memo %s: %lu of %lu queries answered from it, "
 				"%zu entries, %lu flushes\n", ts->sbx.memo_walks ? "on" : "off",
@@ -95,6 +134,8 @@ fail:
 	say_ready(ready_fd, err);
 	ready_fd = -1;
 out:
+	if (ts && ts->vc)
+		verdict_cache_close(&vc);
 	trace_service_free(ts);
 	registry_pkgset_free(&closure);
 	free(declared);

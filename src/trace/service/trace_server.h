@@ -21,7 +21,10 @@ struct trace_server_config {
 	bool report_only;
 	const char *json;            /* --json file, or NULL */
 	const char *log;             /* --log file, or NULL */
+	const char *report;          /* --report file for the text report, or NULL: stderr */
 	const char *socket;          /* where to listen */
+	const char *cache;           /* the verdict cache map to create, or NULL (--no-cache) */
+	bool stats;                  /* --stats: the cache's figures on stderr at the end */
 };
 
 /* Exit statuses of the server process. */

@@ -142,19 +142,29 @@ static int cmp_pid(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+static bool cache_pid(const struct tracelog *t, pid_t pid)
+{
+	return pid >= 0 && (size_t)pid / 64 < t->cache_pid_words &&
+	       (__atomic_load_n(&t->cache_pids[pid / 64], __ATOMIC_RELAXED) >> (pid % 64) & 1);
+}
+
 size_t tracelog_processes(const struct tracelog *t)
 {
+	size_t n = 0;
+	for (size_t i = 0; i < t->cache_pid_words; i++)
+		n += (size_t)__builtin_popcountll(__atomic_load_n(&t->cache_pids[i], __ATOMIC_RELAXED));
 	if (!t->nclients)
-		return 0;
+		return n;
 	pid_t *pids = malloc(t->nclients * sizeof *pids);
 	if (!pids)
-		return t->nclients; /* an upper bound beats no figure */
+		return n + t->nclients; /* an upper bound beats no figure */
+	size_t k = 0;
 	for (size_t i = 0; i < t->nclients; i++)
-		pids[i] = t->clients[i].pid;
-	qsort(pids, t->nclients, sizeof *pids, cmp_pid);
-	size_t n = 1;
-	for (size_t i = 1; i < t->nclients; i++)
-		n += pids[i] != pids[i - 1];
+		if (!cache_pid(t, t->clients[i].pid))
+			pids[k++] = t->clients[i].pid;
+	qsort(pids, k, sizeof *pids, cmp_pid);
+	for (size_t i = 0; i < k; i++)
+		n += i == 0 || pids[i] != pids[i - 1];
 	free(pids);
 	return n;
 }

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -39,6 +40,14 @@ struct trace_event {
 	char *path;
 };
 
+/* The shared verdict cache's figures for the report (docs/verdict-cache.md):
+ * round trips are the server's own count; hits, misses and listings come
+ * from the clients' statistics file (untrusted). */
+struct trace_cache_figures {
+	bool enabled;
+	uint64_t hits, misses, listings, map_bytes, entries;
+};
+
 struct tracelog {
 	bool report_only;
 	struct trace_client *clients;
@@ -53,6 +62,9 @@ struct tracelog {
 	double server_cpu;       /* seconds of CPU the server used (set at the end) */
 	const char *const *declared; /* the declared dependencies (not owned) */
 	size_t ndeclared, closure_size;
+	struct trace_cache_figures cache; /* set at the end */
+	const uint64_t *cache_pids;  /* bitmap of pids that used the verdict cache (not owned) */
+	size_t cache_pid_words;
 };
 
 void tracelog_init(struct tracelog *t, bool report_only);
@@ -67,19 +79,24 @@ void tracelog_query(struct tracelog *t, int client, const char *path, unsigned a
 void tracelog_dir(struct tracelog *t, unsigned long entries_hidden);
 void tracelog_event(struct tracelog *t, int client, unsigned kind, const char *path);
 
-/* Distinct processes among the connections: a process connects again after
- * an exec, and a threaded one may hold several connections. */
+/* Distinct processes among the connections (a process connects again after
+ * an exec, and a threaded one may hold several connections) and the
+ * processes that used the verdict cache (cache_pids), many of which never
+ * needed to connect. */
 size_t tracelog_processes(const struct tracelog *t);
 
 /* Hidden nodes + refused writes: what --strict counts. */
 unsigned long tracelog_violations(const struct tracelog *t);
 
 /* report.c: the text report, the JSON report and the access log. The files
- * are written to a temporary name and renamed. */
+ * are written by the output rules of common/outfile.h ("-" is stdout). */
 void tracelog_write_text(const struct tracelog *t, FILE *out);
 int tracelog_write_json(const struct tracelog *t, const char *file, int exit_status,
 			char *err, size_t errlen);
 int tracelog_write_log(const struct tracelog *t, const char *file, char *err, size_t errlen);
+
+/* `kiln trace --stats`: the verdict cache's figures as one block. */
+void tracelog_write_stats(const struct tracelog *t, FILE *out);
 
 /* "srwxlcd" with '-' for classes not in `access`. */
 void tracelog_access_letters(unsigned access, char out[8]);

@@ -1,0 +1,288 @@
+/* The client side of the shared verdict cache (docs/verdict-cache.md): the
+ * map the trace server fills, consulted before every round trip.
+ *
+ * The map is attached lazily on a process's first question (raw open
+ * O_RDONLY, mapped PROT_READ: this process can never write a verdict), its
+ * fd moved above KT_FD_MIN like the connections and protected the same way.
+ * A map that cannot be opened, fails its header check or lacks the format
+ * marker turns the cache off for this process, with one message: every
+ * question then takes the round trip, as with --no-cache.
+ *
+ * A STABLE value is the answer. An AREA value is the answer only if the path
+ * has no symlink on its way right now: openat2(O_PATH, RESOLVE_NO_SYMLINKS),
+ * the same moment a round trip would have had the server look; otherwise the
+ * server is asked.
+ *
+ * Statistics go to a separate, client-writable file (per-pid-shard counters
+ * and a pid bitmap): relaxed atomic adds on a cache line shared only with
+ * the processes of the same shard. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "trace/kt.h"
+#include "trace/rawsys.h"
+#include "trace/vcache.h"
+
+#define KT_FD_MIN 100
+
+enum { UNTRIED, ATTACHING, READY, OFF };
+
+static _Atomic int state;
+static struct shmmap map;
+static struct vc_counters *ctr;
+static uint64_t *pid_bits;
+static uint64_t pid_words;
+static _Atomic int shard;
+static _Atomic int no_openat2;
+static _Atomic int mark_pending; /* a forked child not yet counted as a process */
+
+/* ---- attach ---------------------------------------------------------------- */
+
+static size_t put(char *buf, size_t at, size_t cap, const char *s)
+{
+	while (*s && at + 1 < cap)
+		buf[at++] = *s++;
+	return at;
+}
+
+static void say_off(const char *path, const char *why)
+{
+	char msg[768];
+	size_t n = put(msg, 0, sizeof msg, "kiln: verdict cache ");
+	n = put(msg, n, sizeof msg, path);
+	n = put(msg, n, sizeof msg, ": ");
+	n = put(msg, n, sizeof msg, why);
+	n = put(msg, n, sizeof msg, "; this process asks the trace server for every check\n");
+	kt_write(2, msg, n);
+}
+
+static void mark_pid(int pid)
+{
+	if (!ctr)
+		return;
+	atomic_store_explicit(&shard, pid % VC_SHARDS, memory_order_relaxed);
+	if (pid >= 0 && (uint64_t)pid / 64 < pid_words)
+		__atomic_fetch_or(&pid_bits[pid / 64], 1ull << (pid % 64), __ATOMIC_RELAXED);
+}
+
+/* The statistics file: optional (without it nothing is counted). */
+static void attach_counters(const char *path)
+{
+	char p[KT_PATH_BUF + sizeof VC_COUNTERS_SUFFIX];
+	size_t l = strlen(path);
+	if (l + sizeof VC_COUNTERS_SUFFIX > sizeof p)
+		return;
+	memcpy(p, path, l);
+	memcpy(p + l, VC_COUNTERS_SUFFIX, sizeof VC_COUNTERS_SUFFIX);
+	long fd = kt_sys4(SYS_openat, AT_FDCWD, p, O_RDWR | O_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	struct stat st;
+	long r = kt_sys2(SYS_fstat, fd, &st);
+	long addr = -1;
+	if (r == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size >= sizeof(struct vc_counters))
+		addr = kt_sys6(SYS_mmap, 0, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	kt_close((int)fd);
+	if (addr < 0 && addr > -4096)
+		return;
+	struct vc_counters *c = (struct vc_counters *)addr;
+	uint64_t room = ((uint64_t)st.st_size - sizeof *c) / sizeof(uint64_t);
+	if (__atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != VC_COUNTERS_MAGIC) {
+		kt_sys2(SYS_munmap, addr, st.st_size);
+		return;
+	}
+	uint64_t words = __atomic_load_n(&c->pid_words, __ATOMIC_RELAXED);
+	pid_words = words < room ? words : room;
+	pid_bits = (uint64_t *)(c + 1);
+	ctr = c;
+	mark_pid(kt_getpid());
+}
+
+static struct shmmap *attach(void)
+{
+	const char *path = kt_env(KILN_ENV_CACHE);
+	if (!path || !*path)
+		return NULL; /* --no-cache: not an error */
+	long fd = kt_sys4(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0) {
+		say_off(path, "cannot open it");
+		return NULL;
+	}
+	long hi = kt_sys3(SYS_fcntl, fd, F_DUPFD_CLOEXEC, KT_FD_MIN);
+	if (hi >= 0) {
+		kt_close((int)fd);
+		fd = hi;
+	}
+	char err[256];
+	if (shmmap_attach_fd(&map, (int)fd, SHMMAP_RDONLY, err, sizeof err) != 0) {
+		kt_close((int)fd);
+		say_off(path, err);
+		return NULL;
+	}
+	map.own_fd = 1;
+	uint64_t v;
+	if (!shmmap_lookup(&map, VC_MARKER, VC_MARKER_LEN, &v) || v != vc_value(VC_FORMAT, 0)) {
+		shmmap_detach(&map);
+		say_off(path, "not a kiln verdict cache of format 1");
+		return NULL;
+	}
+	attach_counters(path);
+	return &map;
+}
+
+static struct shmmap *get(void)
+{
+	int st = atomic_load_explicit(&state, memory_order_acquire);
+	if (__builtin_expect(st == READY, 1))
+		return &map;
+	if (st != UNTRIED)
+		return NULL;
+	if (!atomic_compare_exchange_strong(&state, &st, ATTACHING))
+		return st == READY ? &map : NULL;
+	struct shmmap *m = attach();
+	atomic_store_explicit(&state, m ? READY : OFF, memory_order_release);
+	return m;
+}
+
+/* A process counts once it asks something (as it would by connecting with
+ * --no-cache), so a forked child is marked on its first question. */
+void kt_cache_after_fork(void)
+{
+	atomic_store_explicit(&mark_pending, 1, memory_order_relaxed);
+}
+
+static void mark_if_forked(void)
+{
+	if (__builtin_expect(atomic_load_explicit(&mark_pending, memory_order_relaxed), 0) &&
+	    atomic_exchange(&mark_pending, 0))
+		mark_pid(kt_getpid());
+}
+
+int kt_cache_fd(void)
+{
+	return atomic_load_explicit(&state, memory_order_acquire) == READY ? map.fd : -1;
+}
+
+void kt_cache_move_fd(void)
+{
+	int fd = kt_cache_fd();
+	if (fd < 0)
+		return;
+	long nfd = kt_sys3(SYS_fcntl, fd, F_DUPFD_CLOEXEC, KT_FD_MIN);
+	if (nfd < 0) {
+		/* No fd to spare: the map keeps working from what is known to be
+		 * backed; growth is then not seen (misses, never a crash). */
+		__atomic_store_n(&map.fd, -1, __ATOMIC_RELAXED);
+	} else {
+		__atomic_store_n(&map.fd, (int)nfd, __ATOMIC_RELAXED);
+	}
+	kt_close(fd);
+}
+
+/* ---- lookups ------------------------------------------------------------- */
+
+static void count(int hit, int listing)
+{
+	struct vc_counters *c = ctr;
+	if (!c)
+		return;
+	struct vc_shard *s = &c->shard[atomic_load_explicit(&shard, memory_order_relaxed)];
+	__atomic_fetch_add(hit ? &s->hits : &s->misses, 1, __ATOMIC_RELAXED);
+	if (hit && listing)
+		__atomic_fetch_add(&s->listings, 1, __ATOMIC_RELAXED);
+}
+
+int kt_no_symlinks(const char *path, int nofollow)
+{
+	if (atomic_load_explicit(&no_openat2, memory_order_relaxed))
+		return 0;
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0),
+		.resolve = RESOLVE_NO_SYMLINKS,
+	};
+	long fd = kt_sys4(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+	if (fd >= 0) {
+		kt_close((int)fd);
+		return 1;
+	}
+	if (fd == -ENOSYS)
+		atomic_store_explicit(&no_openat2, 1, memory_order_relaxed);
+	/* ENOENT: no symlink before the missing component (the walk stops
+	 * there, the server's too). ELOOP: a symlink. Anything else: ask. */
+	return fd == -ENOENT;
+}
+
+int kt_cache_ask(const char *abs, size_t plen, unsigned access, unsigned qflags, int *verdict)
+{
+	struct shmmap *m = get();
+	if (!m)
+		return 0;
+	mark_if_forked();
+	char key[SHMMAP_MAX_KEY];
+	size_t klen = vc_key_verdict(key, abs, plen, access, qflags);
+	uint64_t v;
+	unsigned kind, ans;
+	if (!klen || !shmmap_lookup(m, key, klen, &v) || !vc_parse(v, &kind, &ans) ||
+	    ans > KILN_V_DENY ||
+	    (kind == VC_AREA && !kt_no_symlinks(abs, (qflags & KILN_Q_NOFOLLOW) != 0))) {
+		count(0, 0);
+		return 0;
+	}
+	count(1, 0);
+	*verdict = (int)ans;
+	return 1;
+}
+
+static int is_dot(const char *nm)
+{
+	return nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2]));
+}
+
+int kt_cache_ask_dir(const char *dir, const char *const *names, size_t n, unsigned char *hidden)
+{
+	struct shmmap *m = get();
+	if (!m)
+		return 0;
+	mark_if_forked();
+	char key[SHMMAP_MAX_KEY];
+	size_t dlen = strlen(dir);
+	size_t klen = vc_key_listing(key, dir, dlen);
+	uint64_t v;
+	unsigned kind, ans;
+	if (!klen || !shmmap_lookup(m, key, klen, &v) || !vc_parse(v, &kind, &ans))
+		goto miss;
+	if (kind == VC_AREA) {
+		if (ans != VC_LIST_NONE || !kt_no_symlinks(dir, 0))
+			goto miss;
+		memset(hidden, 0, n);
+	} else if (ans == VC_LIST_ALL) {
+		memset(hidden, 1, n);
+	} else if (ans == VC_LIST_NONE) {
+		memset(hidden, 0, n);
+	} else if (ans == VC_LIST_ENTRIES) {
+		size_t pre = vc_key_entry_prefix(key, dir, dlen);
+		for (size_t i = 0; i < n; i++) {
+			if (is_dot(names[i])) {
+				hidden[i] = 0;
+				continue;
+			}
+			size_t el = vc_key_entry_name(key, pre, names[i], strlen(names[i]));
+			if (!el || !shmmap_lookup(m, key, el, &v) || !vc_parse(v, &kind, &ans) ||
+			    kind != VC_STABLE || ans > 1)
+				goto miss;
+			hidden[i] = (unsigned char)ans;
+		}
+	} else {
+		goto miss;
+	}
+	count(1, 1);
+	return 1;
+miss:
+	count(0, 0);
+	return 0;
+}

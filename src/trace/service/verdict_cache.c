@@ -1,0 +1,273 @@
+/* The trace server fills the shared verdict cache: see verdict_cache.h and
+ * docs/verdict-cache.md for why nothing it inserts can go stale. */
+#include "trace/service/verdict_cache.h"
+
+#include "ipc/proto.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define WRITES (KILN_A_WRITE | KILN_A_CREATE | KILN_A_DELETE)
+
+static uint64_t pid_words(void)
+{
+	unsigned long max = 4194304; /* the kernel's ceiling (PID_MAX_LIMIT) */
+	FILE *f = fopen("/proc/sys/kernel/pid_max", "re");
+	if (f) {
+		unsigned long v;
+		if (fscanf(f, "%lu", &v) == 1 && v > 0 && v <= max)
+			max = v;
+		fclose(f);
+	}
+	return max / 64 + 1;
+}
+
+static int create_counters(struct verdict_cache *vc, const char *path, char *err, size_t errlen)
+{
+	uint64_t words = pid_words();
+	size_t len = vc_counters_size(words);
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 || ftruncate(fd, (off_t)len) < 0) {
+		snprintf(err, errlen, "%s: cannot create the cache statistics file: %s", path,
+			 strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		snprintf(err, errlen, "%s: cannot map the cache statistics file: %s", path,
+			 strerror(errno));
+		return -1;
+	}
+	vc->ctr = p;
+	vc->ctr_len = len;
+	vc->pid_words = words; /* the file's copy is for clients, who may scribble on it */
+	vc->ctr->pid_words = words;
+	__atomic_store_n(&vc->ctr->magic, VC_COUNTERS_MAGIC, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int verdict_cache_create(struct verdict_cache *vc, const char *path, struct sandbox *sbx,
+			 char *err, size_t errlen)
+{
+	*vc = (struct verdict_cache){ .policy = sbx->policy, .sbx = sbx };
+	struct shmmap_params params = { .mode = 0400 };
+	if (shmmap_create(&vc->map, path, &params, err, errlen) < 0)
+		return -1;
+	uint64_t winner;
+	if (shmmap_insert(&vc->map, VC_MARKER, VC_MARKER_LEN, vc_value(VC_FORMAT, 0), &winner) !=
+	    SHMMAP_INSERTED) {
+		snprintf(err, errlen, "%s: cannot write the verdict cache's format marker", path);
+		goto fail;
+	}
+	char cpath[4096];
+	if (snprintf(cpath, sizeof cpath, "%s%s", path, VC_COUNTERS_SUFFIX) >= (int)sizeof cpath) {
+		snprintf(err, errlen, "%s: path too long", path);
+		goto fail;
+	}
+	if (create_counters(vc, cpath, err, errlen) < 0)
+		goto fail;
+	return 0;
+fail:
+	shmmap_detach(&vc->map);
+	unlink(path);
+	return -1;
+}
+
+void verdict_cache_close(struct verdict_cache *vc)
+{
+	shmmap_detach(&vc->map);
+	if (vc->ctr)
+		munmap(vc->ctr, vc->ctr_len);
+	vc->ctr = NULL;
+}
+
+static void put(struct verdict_cache *vc, const char *key, size_t klen, uint64_t value)
+{
+	if (vc->stop || !klen)
+		return;
+	uint64_t winner;
+	enum shmmap_status st = shmmap_insert(&vc->map, key, klen, value, &winner);
+	if (st == SHMMAP_INSERTED)
+		vc->inserts++;
+	else if (st == SHMMAP_FULL || st == SHMMAP_CORRUPT) {
+		vc->full++;
+		vc->stop = true; /* clients ask the server for the rest: slower, never wrong */
+	}
+}
+
+/* No rule that hides or asks the registry covers canonical node q, and it
+ * is not under /proc (whose /proc/self the server reads as the client's):
+ * q is visible whatever the file system holds. */
+static bool node_clean(const struct policy *p, const char *q)
+{
+	if (!strncmp(q, "/proc", 5) && (q[5] == '\0' || q[5] == '/'))
+		return false;
+	for (size_t i = 0; i < p->n; i++) {
+		const struct policy_rule *r = &p->rules[i];
+		if ((r->action == POLICY_ASK || r->action == POLICY_DENY) && policy_covers(r, q))
+			return false;
+	}
+	return true;
+}
+
+/* Walks `path` lexically ("." dropped, ".." popping) as the server's walk
+ * does when no symlink is met, checking every node it visits; the lexical
+ * result goes to out (KILN_PATH_MAX + 1 bytes). */
+static bool walk_clean(const struct policy *p, const char *path, char *out)
+{
+	size_t len = 0;
+	const char *c = path;
+	for (;;) {
+		while (*c == '/')
+			c++;
+		if (!*c)
+			break;
+		size_t n = strcspn(c, "/");
+		if (n == 1 && c[0] == '.') {
+		} else if (n == 2 && c[0] == '.' && c[1] == '.') {
+			while (len && out[len - 1] != '/')
+				len--;
+			if (len)
+				len--;
+		} else {
+			if (len + 1 + n > KILN_PATH_MAX)
+				return false;
+			out[len++] = '/';
+			memcpy(out + len, c, n);
+			len += n;
+			out[len] = '\0';
+			if (!node_clean(p, out))
+				return false;
+		}
+		c += n;
+	}
+	if (!len)
+		out[len++] = '/';
+	out[len] = '\0';
+	return true;
+}
+
+int verdict_cache_area_verdict(const struct policy *p, const char *path, unsigned access)
+{
+	char norm[KILN_PATH_MAX + 1];
+	if (path[0] != '/' || strlen(path) > KILN_PATH_MAX || !walk_clean(p, path, norm))
+		return -1;
+	unsigned writes = access & WRITES;
+	if (!writes || policy_action_for(p, norm) == POLICY_ALLOW)
+		return KILN_V_ALLOW;
+	/* A write or delete outside the writable areas is refused whether the
+	 * path exists or not; creating a name is not when it is an existing
+	 * directory (mkdir -p): that depends on the state, so it is asked. */
+	return (writes & (KILN_A_WRITE | KILN_A_DELETE)) ? KILN_V_DENY : -1;
+}
+
+bool verdict_cache_area_listing(const struct policy *p, const char *dir)
+{
+	char norm[KILN_PATH_MAX + 1];
+	size_t dl = strlen(dir);
+	if (dir[0] != '/' || dl > KILN_PATH_MAX || !walk_clean(p, dir, norm) || strcmp(norm, dir))
+		return false;
+	/* An entry is hidden only by a hiding or asking rule for it or below. */
+	for (size_t i = 0; i < p->n; i++) {
+		const struct policy_rule *r = &p->rules[i];
+		if ((r->action == POLICY_ASK || r->action == POLICY_DENY) &&
+		    (dl == 1 || (r->len > dl && !strncmp(r->prefix, dir, dl) && r->prefix[dl] == '/')))
+			return false;
+	}
+	return true;
+}
+
+void verdict_cache_query(struct verdict_cache *vc, const char *path, unsigned access,
+			 unsigned qflags, const struct sbx_decision *d)
+{
+	if (vc->stop || d->reason == SBX_FAILED)
+		return;
+	char key[SHMMAP_MAX_KEY];
+	size_t klen = vc_key_verdict(key, path, strlen(path), access, qflags);
+	if (d->stable) {
+		put(vc, key, klen, vc_value(VC_STABLE, d->verdict));
+		return;
+	}
+	/* Only when the decision just made agrees (it may not: the path has a
+	 * symlink on its way right now). */
+	int area = verdict_cache_area_verdict(vc->policy, path, access);
+	if (area >= 0 && (unsigned)area == d->verdict)
+		put(vc, key, klen, vc_value(VC_AREA, (unsigned)area));
+}
+
+void verdict_cache_listing(struct verdict_cache *vc, const char *dir, const struct sbx_decision *d,
+			   const char *entries, size_t count, const unsigned char *hidden)
+{
+	if (vc->stop || d->reason == SBX_FAILED)
+		return;
+	size_t dl = strlen(dir);
+	char key[SHMMAP_MAX_KEY];
+	if (!d->stable) {
+		if (d->verdict == KILN_V_ALLOW && verdict_cache_area_listing(vc->policy, dir))
+			put(vc, key, vc_key_listing(key, dir, dl), vc_value(VC_AREA, VC_LIST_NONE));
+		return;
+	}
+	if (d->verdict != KILN_V_ALLOW) {
+		put(vc, key, vc_key_listing(key, dir, dl), vc_value(VC_STABLE, VC_LIST_ALL));
+		return;
+	}
+	if (!d->exists)
+		return;
+	/* Entries first, so a client that finds the listing key finds them. */
+	char node[SBX_BUF + 256 + 2];
+	size_t nl = strlen(d->node);
+	if (nl + 2 + 255 >= sizeof node)
+		return;
+	memcpy(node, d->node, nl);
+	if (!(nl == 1 && node[0] == '/'))
+		node[nl++] = '/';
+	size_t pre = vc_key_entry_prefix(key, dir, dl);
+	const char *p = entries;
+	for (size_t i = 0; i < count; i++) {
+		uint16_t len;
+		memcpy(&len, p, sizeof len);
+		p += sizeof len;
+		memcpy(node + nl, p, len);
+		node[nl + len] = '\0';
+		if (sandbox_path_stable(vc->sbx, node))
+			put(vc, key, vc_key_entry_name(key, pre, p, len),
+			    vc_value(VC_STABLE, hidden[i] ? 1 : 0));
+		p += len;
+	}
+	put(vc, key, vc_key_listing(key, dir, dl), vc_value(VC_STABLE, VC_LIST_ENTRIES));
+}
+
+void verdict_cache_stats(const struct verdict_cache *vc, struct verdict_cache_stats *st)
+{
+	*st = (struct verdict_cache_stats){ 0 };
+	if (vc->ctr) {
+		for (int i = 0; i < VC_SHARDS; i++) {
+			const struct vc_shard *s = &vc->ctr->shard[i];
+			st->hits += __atomic_load_n(&s->hits, __ATOMIC_RELAXED);
+			st->misses += __atomic_load_n(&s->misses, __ATOMIC_RELAXED);
+			st->listings += __atomic_load_n(&s->listings, __ATOMIC_RELAXED);
+		}
+	}
+	struct shmmap_stats ms;
+	shmmap_stats((struct shmmap *)&vc->map, &ms);
+	st->map_bytes = ms.bytes_committed;
+	st->entries = ms.entries ? ms.entries - 1 : 0; /* not the format marker */
+}
+
+const uint64_t *verdict_cache_pids(const struct verdict_cache *vc, size_t *words)
+{
+	if (!vc->ctr) {
+		*words = 0;
+		return NULL;
+	}
+	*words = (size_t)vc->pid_words;
+	return (const uint64_t *)(vc->ctr + 1);
+}

@@ -1,0 +1,67 @@
+/* The trace server's side of the shared verdict cache (docs/verdict-cache.md):
+ * it creates the map and the statistics file in the run directory, and after
+ * each decision inserts what cannot go stale:
+ *  - STABLE values: decisions whose walk only visited registry-managed trees
+ *    (the walk memo's rule): they hold for the whole run;
+ *  - AREA values: decisions on paths whose every node lies in allow/read
+ *    areas (the build directory, /tmp...): they hold in every state of the
+ *    file system in which the path has no symlink on its way, which the
+ *    client checks (openat2 RESOLVE_NO_SYMLINKS) before using one.
+ * The server is the map's only writer; clients map it read-only. */
+#ifndef KILN_TRACE_SERVICE_VERDICT_CACHE_H
+#define KILN_TRACE_SERVICE_VERDICT_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shm/shmmap.h"
+#include "trace/service/policy.h"
+#include "trace/service/sandbox.h"
+#include "trace/vcache.h"
+
+struct verdict_cache {
+	struct shmmap map;
+	struct vc_counters *ctr; /* the statistics file, mapped read-write */
+	size_t ctr_len;
+	uint64_t pid_words;
+	const struct policy *policy;
+	struct sandbox *sbx;
+	unsigned long inserts, full;
+	bool stop;               /* the map is full: no more inserts */
+};
+
+/* Creates the map at `path` (mode 0400: the server's fd is the only
+ * writable one) and the statistics file at path + VC_COUNTERS_SUFFIX.
+ * Returns 0, or -1 with a message naming the file in err. */
+int verdict_cache_create(struct verdict_cache *vc, const char *path, struct sandbox *sbx,
+			 char *err, size_t errlen);
+void verdict_cache_close(struct verdict_cache *vc);
+
+/* After a QUERY decided as d (enforcing: the verdict sent is d->verdict). */
+void verdict_cache_query(struct verdict_cache *vc, const char *path, unsigned access,
+			 unsigned qflags, const struct sbx_decision *d);
+
+/* After a QUERY_DIR: the directory as asked and its decision (access LIST),
+ * the message's `count` entries (validated: u16 length, name) and the answer
+ * sent for each. */
+void verdict_cache_listing(struct verdict_cache *vc, const char *dir, const struct sbx_decision *d,
+			   const char *entries, size_t count, const unsigned char *hidden);
+
+struct verdict_cache_stats {
+	uint64_t hits, misses, listings; /* summed from the statistics file (untrusted) */
+	uint64_t map_bytes, entries;
+};
+void verdict_cache_stats(const struct verdict_cache *vc, struct verdict_cache_stats *st);
+
+/* The pid bitmap of processes that used the cache (NULL if unavailable). */
+const uint64_t *verdict_cache_pids(const struct verdict_cache *vc, size_t *words);
+
+/* Exposed for unit tests: whether a question on `path` (as asked, absolute
+ * and lexically clean) can be answered by the area rule, and the verdict it
+ * then has (-1: it cannot). */
+int verdict_cache_area_verdict(const struct policy *p, const char *path, unsigned access);
+/* Whether no entry of canonical directory `dir` can ever be hidden. */
+bool verdict_cache_area_listing(const struct policy *p, const char *dir);
+
+#endif

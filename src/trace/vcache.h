@@ -1,0 +1,135 @@
+/* The shared verdict cache of a trace run (docs/verdict-cache.md): what its
+ * keys and values look like in the src/shm map, and the layout of the small
+ * statistics file next to it. Used by the trace server (the map's only
+ * writer) and by the preload library (read-only); nothing here allocates.
+ *
+ * Keys are the path exactly as asked, a NUL byte (paths never hold one),
+ * then a kind letter and its fields:
+ *   path \0 'V' access qflags      a verdict for kiln_ask
+ *   dir  \0 'D'                    how a listing of dir is filtered
+ *   dir  \0 'E' name               whether entry `name` of dir is hidden
+ * plus one marker key naming the format. */
+#ifndef KILN_TRACE_VCACHE_H
+#define KILN_TRACE_VCACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "shm/shmmap.h"
+
+#define VC_FORMAT     1u
+#define VC_MARKER     "\0kiln-verdict-cache" /* key; value: vc_value(VC_FORMAT, 0) */
+#define VC_MARKER_LEN (sizeof VC_MARKER - 1)
+
+#define VC_COUNTERS_SUFFIX ".stats"  /* the statistics file: map path + this */
+
+/* Value: magic in the top 16 bits (a value without it is garbage: the
+ * client asks the server instead), the kind in bits 8..15, the answer in
+ * bits 0..7. */
+#define VC_VALUE_MAGIC 0x564bull
+
+enum vc_kind {
+	VC_STABLE = 1, /* holds whatever the file system does: registry-managed trees */
+	VC_AREA   = 2, /* holds while the path has no symlink on its way (the client checks) */
+};
+
+/* Answers of a 'D' (listing) value. */
+enum vc_listing {
+	VC_LIST_ENTRIES = 0, /* look each entry up ('E' keys); a missing one: ask */
+	VC_LIST_ALL     = 1, /* the directory is hidden: so is every entry */
+	VC_LIST_NONE    = 2, /* no entry can be hidden */
+};
+
+static inline uint64_t vc_value(unsigned kind, unsigned answer)
+{
+	return (VC_VALUE_MAGIC << 48) | ((uint64_t)(kind & 0xff) << 8) | (answer & 0xff);
+}
+
+/* 1 and the kind and answer of a well-formed value, else 0. */
+static inline int vc_parse(uint64_t v, unsigned *kind, unsigned *answer)
+{
+	if ((v >> 48) != VC_VALUE_MAGIC || (v & 0xffffffff0000ull))
+		return 0;
+	*kind = (unsigned)(v >> 8) & 0xff;
+	*answer = (unsigned)v & 0xff;
+	return *kind == VC_STABLE || *kind == VC_AREA;
+}
+
+/* Key builders: return the key length, or 0 when it does not fit in
+ * SHMMAP_MAX_KEY bytes (such a question is never cached). out must hold
+ * SHMMAP_MAX_KEY bytes. */
+static inline size_t vc_key_verdict(char *out, const char *path, size_t plen, unsigned access,
+				    unsigned qflags)
+{
+	if (plen + 4 > SHMMAP_MAX_KEY)
+		return 0;
+	memcpy(out, path, plen);
+	out[plen] = '\0';
+	out[plen + 1] = 'V';
+	out[plen + 2] = (char)(access & 0xff);
+	out[plen + 3] = (char)(qflags & 0xff);
+	return plen + 4;
+}
+
+/* dir \0 letter: the 'D' key, or the prefix of the 'E' keys. */
+static inline size_t vc_key_dir(char *out, const char *dir, size_t dlen, char letter)
+{
+	if (dlen + 2 > SHMMAP_MAX_KEY)
+		return 0;
+	memcpy(out, dir, dlen);
+	out[dlen] = '\0';
+	out[dlen + 1] = letter;
+	return dlen + 2;
+}
+
+static inline size_t vc_key_listing(char *out, const char *dir, size_t dlen)
+{
+	return vc_key_dir(out, dir, dlen, 'D');
+}
+
+/* Entry keys share their prefix: build it once, then vc_key_entry_name per
+ * entry. */
+static inline size_t vc_key_entry_prefix(char *out, const char *dir, size_t dlen)
+{
+	return vc_key_dir(out, dir, dlen, 'E');
+}
+
+static inline size_t vc_key_entry_name(char *out, size_t prefix, const char *name, size_t nlen)
+{
+	if (!prefix || prefix + nlen > SHMMAP_MAX_KEY)
+		return 0;
+	memcpy(out + prefix, name, nlen);
+	return prefix + nlen;
+}
+
+/* ---- the statistics file ---------------------------------------------------
+ *
+ * Written by every traced process (so: untrusted numbers, never used for a
+ * decision): counters in 64 shards of one cache line each, a process adding
+ * to the shard of its pid, and one bit per pid that asked anything, so the
+ * report counts processes that never needed the server. */
+#define VC_COUNTERS_MAGIC 0x5354534e4c494bull /* "KILNSTS" */
+#define VC_SHARDS 64
+
+struct vc_shard {
+	uint64_t hits;     /* questions answered from the map */
+	uint64_t misses;   /* questions the map did not answer (asked the server) */
+	uint64_t listings; /* listing batches answered from the map (also in hits) */
+	uint64_t pad[5];
+};
+
+struct vc_counters {
+	uint64_t magic;
+	uint64_t pid_words;    /* 64-bit words of pid bitmap after the shards */
+	uint64_t pad[6];
+	struct vc_shard shard[VC_SHARDS];
+	/* uint64_t pid_bits[pid_words] follows */
+};
+
+static inline size_t vc_counters_size(uint64_t pid_words)
+{
+	return sizeof(struct vc_counters) + pid_words * sizeof(uint64_t);
+}
+
+#endif

@@ -1,0 +1,345 @@
+"""The shared verdict cache (docs/verdict-cache.md) through the real preload
+library: repeated questions are answered without the server, never with a
+stale or wrong verdict; a map that is corrupt, truncated or of another
+format makes a process fall back to round trips with one message; many
+processes and threads, some SIGKILLed, leave a map that validates and holds
+only what a fresh server answers. Every test here also runs with
+--no-cache (make check runs the trace tests in both modes)."""
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+
+import trace_proto as tp
+from conftest import run
+from tracesrv import TracedWait
+from test_trace_server import world  # noqa: F401 (fixture)
+from test_trace_server_memo import managed
+
+
+def hammer_lines(out):
+    res = {}
+    for line in out.splitlines():
+        path, rest = line.split(" ", 1)
+        res[path] = rest
+    return res
+
+
+def traced_sh(kiln_bin, world, script, *extra, env=None, **kw):
+    return run([kiln_bin, "trace", *world.args, *extra, "--", "sh", "-c", script], cwd=world.build,
+               env=env, **kw)
+
+
+def wait_for(path, proc, timeout=30):
+    """Waits until the traced command `proc` has written `path`."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline, f"{path} not written in {timeout} s"
+        time.sleep(0.01)
+
+
+def run_paused(cmd, cwd, marker, release, timeout=30):
+    """Runs `cmd` (a kiln trace); once the traced command has written
+    `marker`, calls release(); returns (returncode, stdout, stderr)."""
+    p = subprocess.Popen([str(c) for c in cmd], cwd=cwd, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(marker, p, timeout)
+        release()
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    return p.returncode, out, err
+
+
+def cache_json(path):
+    return json.loads(pathlib.Path(path).read_text())
+
+
+# ---- figures, modes -----------------------------------------------------------
+
+def test_repeated_questions_hit_the_cache(world, kiln_bin, helper, trace_cached):
+    b = world.build
+    (b / "x.h").write_text("mine\n")
+    script = "for i in 1 2 3 4 5 6 7 8 9 10; do cat x.h /usr/include/stdio.h >/dev/null; done"
+    r = traced_sh(kiln_bin, world, script, "--stats", "--json", b / "r.json")
+    assert r.returncode == 0, r.stderr
+    c = cache_json(b / "r.json")["cache"]
+    assert set(c) == {"enabled", "hits", "misses", "round_trips", "listings", "map_bytes", "entries"}
+    assert re.search(r"verdict cache (on|off)", r.stderr)
+    assert f"round trips  {c['round_trips']} " in r.stderr
+    r2 = traced_sh(kiln_bin, world, script, "--no-cache", "--json", b / "n.json")
+    assert r2.returncode == 0, r2.stderr
+    n = cache_json(b / "n.json")
+    assert n["cache"]["enabled"] is False and n["cache"]["hits"] == 0
+    assert n["cache"]["entries"] == 0
+    if not trace_cached:
+        assert c == n["cache"] | {"round_trips": c["round_trips"]}
+        return
+    assert c["enabled"] is True
+    # The same questions in both modes; with the cache only a miss is a
+    # round trip, and the 10 cats ask the same two questions: at least 18
+    # of theirs are hits.
+    assert c["hits"] + c["misses"] == n["cache"]["round_trips"], (c, n["cache"])
+    assert c["misses"] == c["round_trips"], c
+    assert c["hits"] >= 18 and c["round_trips"] * 2 < n["cache"]["round_trips"], (c, n["cache"])
+    assert c["entries"] > 0 and c["map_bytes"] >= 1 << 20
+    # The processes that never talked to the server count as processes too.
+    assert cache_json(b / "r.json")["totals"]["processes"] == n["totals"]["processes"]
+
+
+def test_same_report_and_log_in_both_modes(world, kiln_bin):
+    b, inc = world.build, world.inc
+    (b / "x.h").write_text("mine\n")
+    script = (f"for i in 1 2 3; do cat {inc}/dep.h {inc}/foo.h {inc}/stray.h x.h; ls {inc} {b}; "
+              f"touch {inc}/new.h out.o; done; true")
+    reports = []
+    for mode in ([], ["--no-cache"]):
+        r = traced_sh(kiln_bin, world, script, *mode, "--json", b / "r.json", "--log", b / "r.log")
+        assert r.returncode == 0, r.stderr
+        j = cache_json(b / "r.json")
+        log = sorted((b / "r.log").read_text().splitlines())
+        reports.append((j["hidden"], j["refused_writes"], j["unknown"], log,
+                        j["totals"]["processes"], j["totals"]["paths"]))
+    # The first process to reach each finding is the same command in both
+    # modes (its argv); only its pid differs between runs.
+    strip = lambda fs: [{k: v for k, v in f.items() if k != "pid"} for f in fs]  # noqa: E731
+    a, n = reports
+    assert strip(a[0]) == strip(n[0]) and a[0]
+    assert strip(a[1]) == strip(n[1]) and a[1]
+    assert strip(a[2]) == strip(n[2]) and a[2]
+    assert a[3:] == n[3:]
+
+
+def test_first_reached_by_names_the_first_asker(world, kiln_bin, trace_cached):
+    inc, b = world.inc, world.build
+    script = f"cat {inc}/foo.h 2>/dev/null; head -c1 {inc}/foo.h 2>/dev/null; true"
+    r = traced_sh(kiln_bin, world, script, "--json", b / "r.json")
+    hidden = cache_json(b / "r.json")["hidden"]
+    who = [h for h in hidden if h["path"] == f"{inc}/foo.h"][0]
+    assert "cat" in json.dumps(who), who
+
+
+def test_no_cache_clients_never_attach(world, kiln_bin, trace_cached):
+    r = traced_sh(kiln_bin, world, 'echo "cache=${KILN_CACHE-unset}"', "--no-cache")
+    assert "cache=unset" in r.stdout
+    r = traced_sh(kiln_bin, world, 'echo "cache=${KILN_CACHE-unset}"', "--report-only", "--stats")
+    assert "cache=unset" in r.stdout and "verdict cache off" in r.stderr
+    r = traced_sh(kiln_bin, world, 'echo "cache=${KILN_CACHE-unset}"')
+    if trace_cached:
+        assert re.search(r"cache=/.*/verdicts$", r.stdout.strip()), r.stdout
+    else:
+        assert "cache=unset" in r.stdout
+
+
+# ---- never stale -------------------------------------------------------------
+
+def test_build_dir_path_that_becomes_a_symlink_stays_hidden(world, kiln_bin, helper):
+    b, inc, lib = world.build, world.inc, world.lib
+    (b / "x.h").write_text("mine\n")
+    (b / "sub").mkdir()
+    (b / "sub" / "cache.bin").write_text("mine\n")
+    script = (f"cat x.h sub/cache.bin; cat x.h sub/cache.bin; "
+              f"rm x.h; ln -s {inc}/foo.h x.h; rm -r sub; ln -s {lib}/foo-plugins sub; "
+              f"cat x.h || echo HIDDEN-1; cat sub/cache.bin || echo HIDDEN-2; "
+              f"cat {b}/./x.h || echo HIDDEN-3; ls sub/ || echo HIDDEN-4; "
+              f"rm x.h; echo again > x.h; cat x.h")
+    r = traced_sh(kiln_bin, world, script)
+    assert r.stdout.splitlines() == ["mine", "mine", "mine", "mine", "HIDDEN-1", "HIDDEN-2",
+                                     "HIDDEN-3", "HIDDEN-4", "again"], r.stdout + r.stderr
+
+
+def test_managed_tree_answers_and_listings_from_the_cache(world, kiln_bin, helper, trace_cached):
+    inc, lib = world.inc, world.lib
+    paths = [inc / "dep.h", inc / "foo.h", inc / "foo-link.h", inc / "dep-link.h",
+             inc / "stray.h", inc, lib / "foo-plugins", lib / "foo-plugins" / "cache.bin",
+             inc / "missing.h"]
+    ref = run([kiln_bin, "trace", *world.args, *managed(world), "--no-cache", "--",
+               helper("hammer"), 1, 1, *paths], cwd=world.build)
+    assert ref.returncode == 0, ref.stderr
+    script = " ; ".join([f"{helper('hammer')} 2 3 " + " ".join(map(str, paths))] * 4)
+    r = run([kiln_bin, "trace", *world.args, *managed(world), "--json", world.build / "r.json",
+             "--", "sh", "-c", script], cwd=world.build)
+    assert r.returncode == 0, r.stderr
+    want = hammer_lines(ref.stdout)
+    got = r.stdout.splitlines()
+    assert len(got) == 4 * len(paths)
+    for line in got:
+        path, rest = line.split(" ", 1)
+        assert rest == want[path], line
+    assert want[str(inc / "foo.h")].startswith("stat=2 ")
+    assert want[str(inc / "dep.h")].startswith("stat=0 ")
+    c = cache_json(world.build / "r.json")["cache"]
+    if trace_cached:
+        assert c["listings"] > 0 and c["hits"] > c["misses"], c
+
+
+# ---- a map that cannot be trusted ----------------------------------------------
+
+def _bad_magic(src, dst, kiln_bin):
+    data = bytearray(src.read_bytes())
+    data[0:8] = b"NOTKILN\0"
+    dst.write_bytes(bytes(data))
+
+
+def _truncated(src, dst, kiln_bin):
+    dst.write_bytes(src.read_bytes()[:3000])
+
+
+def _other_map(src, dst, kiln_bin):
+    r = run([kiln_bin, "shm", "create", dst])
+    assert r.returncode == 0, r.stderr
+
+
+def _empty(src, dst, kiln_bin):
+    dst.write_bytes(b"")
+
+
+@pytest.mark.parametrize("spoil", [_bad_magic, _truncated, _other_map, _empty])
+def test_untrustworthy_map_falls_back_with_one_message(world, kiln_bin, helper, trace_cached,
+                                                       spoil):
+    if not trace_cached:
+        pytest.skip("about the cache's map")
+    b, inc = world.build, world.inc
+    paths = [inc / "dep.h", inc / "foo.h", inc, b / "here.txt"]
+    (b / "here.txt").write_text("x\n")
+    ref = run([kiln_bin, "trace", *world.args, "--no-cache", "--", helper("hammer"), 1, 1, *paths],
+              cwd=b)
+    fifo = b / "go.fifo"
+    os.mkfifo(fifo)
+    where = b / "where"
+    script = (f'cat here.txt >/dev/null; echo "$KILN_CACHE" > where.tmp && mv where.tmp where; '
+              f'read x < go.fifo; exec {helper("hammer")} 2 2 ' + " ".join(map(str, paths)))
+    def release():
+        mapfile = pathlib.Path(where.read_text().strip())
+        spoilt = mapfile.with_name("spoilt")
+        spoil(mapfile, spoilt, kiln_bin)
+        os.chmod(spoilt, 0o400)
+        os.rename(spoilt, mapfile)   # running processes keep the old file
+        with open(fifo, "w") as f:
+            f.write("go\n")
+    rc, out, err = run_paused([kiln_bin, "trace", *world.args, "--", "sh", "-c", script], b, where,
+                              release)
+    assert rc == 0, err
+    mapfile = pathlib.Path(where.read_text().strip())
+    assert hammer_lines(out) == hammer_lines(ref.stdout)
+    msgs = [ln for ln in err.splitlines() if ln.startswith("kiln: verdict cache")]
+    assert len(msgs) == 1, err
+    assert str(mapfile) in msgs[0] and "asks the trace server for every check" in msgs[0]
+
+
+# ---- chaos -------------------------------------------------------------------------
+
+CHAOS = r'''
+import os, random, signal, subprocess, sys, time
+hammer, outdir, keep = sys.argv[1:4]
+paths = sys.argv[4:]
+rng = random.Random(7)
+procs = []
+for i in range(10):
+    ps = paths[:]
+    rng.shuffle(ps)
+    with open(os.path.join(outdir, f"out{i}"), "w") as out:
+        procs.append(subprocess.Popen([hammer, "3", "40", *ps], stdout=out))
+for i in (1, 3, 5, 7, 9):
+    time.sleep(rng.uniform(0.0, 0.05))
+    procs[i].send_signal(signal.SIGKILL)
+for p in procs:
+    p.wait()
+with open(keep + ".tmp", "w") as f:
+    f.write(os.environ.get("KILN_CACHE", ""))
+os.rename(keep + ".tmp", keep)
+while not os.path.exists(keep + ".done"):
+    time.sleep(0.02)
+'''
+
+
+def unescape(s):
+    return re.sub(rb"\\x([0-9a-f]{2})", lambda m: bytes([int(m.group(1), 16)]), s.encode())
+
+
+@pytest.mark.parametrize("layout", ["build-dir", "managed"])
+def test_chaos_killed_clients_leave_a_valid_map_of_fresh_answers(world, kiln_bin, helper,
+                                                                trace_cached, layout):
+    b, inc, lib = world.build, world.inc, world.lib
+    extra = managed(world) if layout == "managed" else []
+    (b / "src").mkdir()
+    for i in range(12):
+        (b / "src" / f"f{i}.c").write_text("x\n")
+    paths = [inc / "dep.h", inc / "foo.h", inc / "foo-link.h", inc / "dep-link.h", inc / "stray.h",
+             inc, lib / "foo-plugins", lib / "foo-plugins" / "cache.bin", inc / "nope.h", b / "src",
+             "/dev/null", "/usr/include/stdio.h", "/usr/include",
+             *[b / "src" / f"f{i}.c" for i in range(12)], b / "missing" / "x.c"]
+    outdir = b / "out"
+    outdir.mkdir()
+    (b / "chaos.py").write_text(CHAOS)
+    keep = b / "keep"
+    saved = b / "saved-map"
+
+    def release():
+        if keep.read_text():
+            shutil.copyfile(keep.read_text(), saved)
+        (b / "keep.done").write_text("")
+    rc, out, err = run_paused([kiln_bin, "trace", *world.args, *extra, "--stats", "--", "python3",
+                               "chaos.py", helper("hammer"), outdir, keep, *paths], b, keep, release,
+                              120)
+    assert rc == 0, err
+    mapfile = keep.read_text()
+    # Every survivor saw one answer per path, the same as every other.
+    ref = run([kiln_bin, "trace", *world.args, *extra, "--no-cache", "--", helper("hammer"), 1, 1,
+               *paths], cwd=b)
+    want = hammer_lines(ref.stdout)
+    outs = [hammer_lines((outdir / f"out{i}").read_text()) for i in (0, 2, 4, 6, 8)]
+    for o in outs:
+        assert o == want
+    if not trace_cached:
+        assert not mapfile
+        return
+    assert "verdict cache on" in err
+    v = run([kiln_bin, "shm", "validate", saved])
+    assert v.returncode == 0, v.stdout + v.stderr
+    dump = run([kiln_bin, "shm", "dump", saved])
+    assert dump.returncode == 0, dump.stderr
+    entries = []
+    for line in dump.stdout.splitlines():
+        value, key = line.split("\t", 1)
+        entries.append((int(value, 16), unescape(key)))
+    assert len(entries) > 20
+    # Ask a fresh server (no cache, no walk memo) every question the map holds.
+    t = TracedWait(kiln_bin, b, [*world.args, *extra, "--no-cache"],
+                   env=dict(os.environ, KILN_TRACE_NO_MEMO="1"))
+    try:
+        c = tp.Client(t.socket).handshake()
+        checked = 0
+        for value, key in entries:
+            if key.startswith(b"\0"):
+                continue   # the format marker
+            assert value >> 48 == 0x564B, hex(value)
+            kind, answer = (value >> 8) & 0xFF, value & 0xFF
+            path, rest = key.split(b"\0", 1)
+            path = path.decode()
+            if rest[:1] == b"V":
+                access, qflags = rest[1], rest[2]
+                assert c.ask(path, access, qflags) == answer, (path, access, qflags, kind)
+            elif rest[:1] == b"E":
+                assert c.ask_dir(path, [rest[1:].decode()]) == [answer], (path, rest)
+            else:
+                assert rest == b"D", key
+                names = sorted(os.listdir(path))
+                fresh = c.ask_dir(path, names)
+                if answer == 1:
+                    assert set(fresh) == {1}, (path, kind)
+                elif answer == 2:
+                    assert set(fresh) <= {0}, (path, kind)
+            checked += 1
+        assert checked == len(entries) - 1
+    finally:
+        t.finish()

@@ -1,0 +1,17 @@
+#include "fake_oracle.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "trace/service/sandbox.h"
+
+int fake_owner_by_name(void *ctx, const char *path, char *pkg, size_t len)
+{
+	(void)ctx;
+	const char *base = strrchr(path, '/');
+	if (base && !strncmp(base + 1, "foreign", 7)) {
+		snprintf(pkg, len, "pkgx");
+		return SBX_OWNER_FOREIGN;
+	}
+	return SBX_OWNER_DEP;
+}

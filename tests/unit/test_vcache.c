@@ -1,0 +1,290 @@
+/* The shared verdict cache, both sides in one process: the server's rules
+ * for what it inserts (area verdicts, stable walks, listings) and the
+ * client's lookups (src/trace/cache.c) against a map the server side
+ * filled: stable hits, area hits only while the path has no symlink on its
+ * way, listings answered only when every entry is known, garbage values
+ * never used. Works in two temporary directories: a managed tree under
+ * /tmp (made an ask-tree with its ancestors) and a build directory under
+ * /var/tmp (allow) with a deny rule inside; everything else is read. The
+ * preload library's code captures KILN_CACHE when the process starts, so
+ * main() sets it and runs the tests in a re-executed copy of itself. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fake_oracle.h"
+#include "trace/kt.h"
+#include "trace/service/verdict_cache.h"
+
+static char top[PATH_MAX], btop[PATH_MAX], err[1024];
+static struct policy pol;
+static struct sandbox sbx;
+static struct verdict_cache vc;
+static struct sbx_decision d;
+
+/* "/build..." lies in btop, anything else in top. */
+static char *at(const char *rel)
+{
+	static char p[8][PATH_MAX + 64];
+	static int i;
+	i = (i + 1) % 8;
+	snprintf(p[i], sizeof p[i], "%s%s", strncmp(rel, "/build", 6) ? top : btop, rel);
+	return p[i];
+}
+
+static void touch(const char *rel)
+{
+	FILE *f = fopen(at(rel), "w");
+	assert_non_null(f);
+	fclose(f);
+}
+
+/* The server's part for one question: decide, then insert. */
+static int server_ask(const char *path, unsigned access, unsigned qflags)
+{
+	sandbox_decide(&sbx, 1, path, access, qflags, &d);
+	verdict_cache_query(&vc, path, access, qflags, &d);
+	return (int)d.verdict;
+}
+
+static int client_ask(const char *path, unsigned access, unsigned qflags, int *v)
+{
+	return kt_cache_ask(path, strlen(path), access, qflags, v);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(top, sizeof top, "%s", getenv("KILN_VCACHE_TEST_DIR"));
+	strcpy(btop, "/var/tmp/kiln-vcache-XXXXXX");
+	assert_non_null(mkdtemp(btop));
+	static const char *const dirs[] = { "/build", "/build/sub", "/build/secret", "/managed", "/run" };
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+		assert_int_equal(mkdir(at(dirs[i]), 0700), 0);
+	static const char *const files[] = { "/managed/a.h", "/managed/foreign.h", "/build/f.c",
+					     "/build/sub/g.c" };
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+		touch(files[i]);
+	policy_init(&pol);
+	assert_int_equal(policy_add(&pol, POLICY_READ, "/", err, sizeof err), 0);
+	assert_int_equal(policy_add(&pol, POLICY_ASK, "/usr", err, sizeof err), 0);
+	assert_int_equal(policy_add(&pol, POLICY_ALLOW, "/proc", err, sizeof err), 0);
+	assert_int_equal(policy_add(&pol, POLICY_ASK, "/tmp", err, sizeof err), 0);
+	assert_int_equal(policy_add(&pol, POLICY_ALLOW, at("/run"), err, sizeof err), 0);
+	assert_int_equal(policy_add(&pol, POLICY_ALLOW, at("/build"), err, sizeof err), 0);
+	assert_int_equal(policy_add(&pol, POLICY_DENY, at("/build/secret"), err, sizeof err), 0);
+	policy_compile(&pol);
+	sandbox_init(&sbx, &pol, (struct sbx_oracle){ NULL, fake_owner_by_name });
+	assert_int_equal(verdict_cache_create(&vc, at("/run/verdicts"), &sbx, err, sizeof err), 0);
+	kt_init();
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	verdict_cache_close(&vc);
+	sandbox_free(&sbx);
+	policy_free(&pol);
+	char cmd[2 * PATH_MAX + 32];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", top, btop);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_values_and_keys(void **state)
+{
+	(void)state;
+	unsigned kind, ans;
+	assert_true(vc_parse(vc_value(VC_STABLE, KILN_V_HIDE), &kind, &ans));
+	assert_int_equal(kind, VC_STABLE);
+	assert_int_equal(ans, KILN_V_HIDE);
+	assert_false(vc_parse(0, &kind, &ans));
+	assert_false(vc_parse(vc_value(VC_STABLE, 0) | 0x10000, &kind, &ans));
+	assert_false(vc_parse(vc_value(7, 0), &kind, &ans));
+	char key[SHMMAP_MAX_KEY];
+	assert_int_equal(vc_key_verdict(key, "/a", 2, KILN_A_READ, KILN_Q_NOFOLLOW), 6);
+	assert_memory_equal(key, "/a\0V\x02\x01", 6);
+	char longp[SHMMAP_MAX_KEY];
+	memset(longp, 'x', sizeof longp);
+	assert_int_equal(vc_key_verdict(key, longp, SHMMAP_MAX_KEY - 3, KILN_A_READ, 0), 0);
+	size_t pre = vc_key_entry_prefix(key, "/d", 2);
+	assert_int_equal(vc_key_entry_name(key, pre, "n", 1), 5);
+	assert_memory_equal(key, "/d\0En", 5);
+}
+
+static void test_area_rules(void **state)
+{
+	(void)state;
+	assert_int_equal(verdict_cache_area_verdict(&pol, at("/build/f.c"), KILN_A_READ), KILN_V_ALLOW);
+	assert_int_equal(verdict_cache_area_verdict(&pol, at("/build/n.o"), KILN_A_WRITE | KILN_A_CREATE),
+			 KILN_V_ALLOW);
+	assert_int_equal(verdict_cache_area_verdict(&pol, at("/build/sub/../f.c"), KILN_A_STAT),
+			 KILN_V_ALLOW);
+	/* a node under deny, even one only passed through */
+	assert_int_equal(verdict_cache_area_verdict(&pol, at("/build/secret/x"), KILN_A_READ), -1);
+	assert_int_equal(verdict_cache_area_verdict(&pol, at("/build/secret/../f.c"), KILN_A_READ), -1);
+	assert_int_equal(verdict_cache_area_verdict(&pol, "/var/tmp/../../tmp/x", KILN_A_READ), -1);
+	assert_int_equal(verdict_cache_area_verdict(&pol, "/usr/include/stdio.h", KILN_A_READ), -1);
+	assert_int_equal(verdict_cache_area_verdict(&pol, "/proc/self/maps", KILN_A_READ), -1);
+	/* outside the writable areas: writes refused whatever the state, but a
+	 * create may be a mkdir -p of an existing directory: not cached */
+	assert_int_equal(verdict_cache_area_verdict(&pol, "/var/x", KILN_A_WRITE), KILN_V_DENY);
+	assert_int_equal(verdict_cache_area_verdict(&pol, "/var/x", KILN_A_DELETE), KILN_V_DENY);
+	assert_int_equal(verdict_cache_area_verdict(&pol, "/var/x", KILN_A_CREATE), -1);
+	assert_int_equal(verdict_cache_area_verdict(&pol, "/var/x", KILN_A_STAT), KILN_V_ALLOW);
+	assert_true(verdict_cache_area_listing(&pol, at("/build/sub")));
+	assert_false(verdict_cache_area_listing(&pol, at("/build")));  /* deny below */
+	assert_false(verdict_cache_area_listing(&pol, "/"));
+	assert_false(verdict_cache_area_listing(&pol, "/usr/include"));
+	assert_false(verdict_cache_area_listing(&pol, "/proc"));
+}
+
+static void test_stable_verdicts(void **state)
+{
+	(void)state;
+	int v = -1;
+	assert_int_equal(client_ask(at("/managed/a.h"), KILN_A_READ, 0, &v), 0); /* not yet */
+	assert_int_equal(server_ask(at("/managed/a.h"), KILN_A_READ, 0), KILN_V_ALLOW);
+	assert_true(d.stable);
+	assert_int_equal(server_ask(at("/managed/foreign.h"), KILN_A_STAT, 0), KILN_V_HIDE);
+	assert_int_equal(server_ask(at("/managed/new.h"), KILN_A_WRITE | KILN_A_CREATE, 0),
+			 KILN_V_DENY);
+	assert_int_equal(client_ask(at("/managed/a.h"), KILN_A_READ, 0, &v), 1);
+	assert_int_equal(v, KILN_V_ALLOW);
+	assert_int_equal(client_ask(at("/managed/foreign.h"), KILN_A_STAT, 0, &v), 1);
+	assert_int_equal(v, KILN_V_HIDE);
+	assert_int_equal(client_ask(at("/managed/new.h"), KILN_A_WRITE | KILN_A_CREATE, 0, &v), 1);
+	assert_int_equal(v, KILN_V_DENY);
+	/* another access class or flag is another question */
+	assert_int_equal(client_ask(at("/managed/a.h"), KILN_A_STAT, 0, &v), 0);
+	assert_int_equal(client_ask(at("/managed/a.h"), KILN_A_READ, KILN_Q_NOFOLLOW, &v), 0);
+}
+
+static void test_area_verdicts_need_a_symlink_free_path(void **state)
+{
+	(void)state;
+	int v = -1;
+	assert_int_equal(server_ask(at("/build/f.c"), KILN_A_READ, 0), KILN_V_ALLOW);
+	assert_false(d.stable);
+	assert_int_equal(server_ask(at("/build/sub/g.c"), KILN_A_READ, 0), KILN_V_ALLOW);
+	assert_int_equal(server_ask(at("/build/gone.c"), KILN_A_READ, 0), KILN_V_ALLOW);
+	assert_int_equal(client_ask(at("/build/f.c"), KILN_A_READ, 0, &v), 1);
+	assert_int_equal(v, KILN_V_ALLOW);
+	assert_int_equal(client_ask(at("/build/gone.c"), KILN_A_READ, 0, &v), 1);
+	/* f.c becomes a symlink to a hidden file; sub a symlink to the
+	 * managed tree: both must go to the server now. */
+	assert_int_equal(unlink(at("/build/f.c")), 0);
+	assert_int_equal(symlink(at("/managed/foreign.h"), at("/build/f.c")), 0);
+	assert_int_equal(client_ask(at("/build/f.c"), KILN_A_READ, 0, &v), 0);
+	assert_int_equal(server_ask(at("/build/f.c"), KILN_A_READ, 0), KILN_V_HIDE);
+	assert_int_equal(rename(at("/build/sub"), at("/build/sub.old")), 0);
+	assert_int_equal(symlink(at("/managed"), at("/build/sub")), 0);
+	assert_int_equal(client_ask(at("/build/sub/g.c"), KILN_A_READ, 0, &v), 0);
+	/* with NOFOLLOW the final symlink itself is what is asked about */
+	assert_int_equal(server_ask(at("/build/sub"), KILN_A_STAT, KILN_Q_NOFOLLOW), KILN_V_ALLOW);
+	assert_int_equal(client_ask(at("/build/sub"), KILN_A_STAT, KILN_Q_NOFOLLOW, &v), 1);
+	/* a decision the area rule does not give (a symlink on the way) is
+	 * not inserted */
+	assert_int_equal(server_ask(at("/build/sub/foreign.h"), KILN_A_READ, 0), KILN_V_HIDE);
+	assert_int_equal(unlink(at("/build/sub")), 0);
+	assert_int_equal(rename(at("/build/sub.old"), at("/build/sub")), 0);
+	touch("/build/sub/foreign.h");
+	assert_int_equal(client_ask(at("/build/sub/foreign.h"), KILN_A_READ, 0, &v), 0);
+	assert_int_equal(client_ask(at("/build/sub/g.c"), KILN_A_READ, 0, &v), 1);
+	assert_int_equal(unlink(at("/build/f.c")), 0);
+	touch("/build/f.c");
+}
+
+static void test_listings(void **state)
+{
+	(void)state;
+	const char *names[] = { "a.h", "foreign.h", "." };
+	unsigned char hidden[3] = { 9, 9, 9 };
+	const char *dir = at("/managed");
+	assert_int_equal(kt_cache_ask_dir(dir, names, 3, hidden), 0);
+	/* the server's answer to a QUERY_DIR of a.h and foreign.h */
+	sandbox_decide(&sbx, 1, dir, KILN_A_LIST, 0, &d);
+	char entries[64];
+	size_t at_ = 0;
+	for (int i = 0; i < 2; i++) {
+		uint16_t l = (uint16_t)strlen(names[i]);
+		memcpy(entries + at_, &l, 2);
+		memcpy(entries + at_ + 2, names[i], l);
+		at_ += 2 + l;
+	}
+	unsigned char answer[2] = { 0, 1 };
+	verdict_cache_listing(&vc, dir, &d, entries, 2, answer);
+	assert_int_equal(kt_cache_ask_dir(dir, names, 3, hidden), 1);
+	assert_int_equal(hidden[0], 0);
+	assert_int_equal(hidden[1], 1);
+	assert_int_equal(hidden[2], 0);
+	const char *more[] = { "a.h", "b.h" }; /* b.h never asked: ask the server */
+	assert_int_equal(kt_cache_ask_dir(dir, more, 2, hidden), 0);
+	/* the build directory's subdirectory: nothing can be hidden there */
+	const char *sub = at("/build/sub");
+	sandbox_decide(&sbx, 1, sub, KILN_A_LIST, 0, &d);
+	verdict_cache_listing(&vc, sub, &d, entries, 2, (unsigned char[2]){ 0, 0 });
+	memset(hidden, 9, sizeof hidden);
+	assert_int_equal(kt_cache_ask_dir(sub, more, 2, hidden), 1);
+	assert_int_equal(hidden[0] | hidden[1], 0);
+	/* the build directory itself has a deny rule below: never cached */
+	const char *b = at("/build");
+	sandbox_decide(&sbx, 1, b, KILN_A_LIST, 0, &d);
+	verdict_cache_listing(&vc, b, &d, entries, 2, (unsigned char[2]){ 0, 0 });
+	assert_int_equal(kt_cache_ask_dir(b, more, 2, hidden), 0);
+}
+
+static void test_counters_and_pids(void **state)
+{
+	(void)state;
+	struct verdict_cache_stats st;
+	verdict_cache_stats(&vc, &st);
+	assert_int_equal(st.hits, 9);
+	assert_int_equal(st.misses, 9);
+	assert_int_equal(st.listings, 2);
+	assert_true(st.entries >= 10);
+	assert_true(st.map_bytes >= 1 << 20);
+	size_t words;
+	const uint64_t *pids = verdict_cache_pids(&vc, &words);
+	pid_t me = getpid();
+	assert_true((size_t)me / 64 < words);
+	assert_true(pids[me / 64] >> (me % 64) & 1);
+	/* the map's fd is one of kiln's, above 100 */
+	int fd = kt_cache_fd();
+	assert_true(fd >= 100);
+	assert_true(kt_is_kiln_fd(fd));
+}
+
+int main(int argc, char **argv)
+{
+	(void)argc;
+	if (!getenv("KILN_VCACHE_TEST_DIR")) {
+		strcpy(top, "/tmp/kiln-vcache-XXXXXX");
+		if (!mkdtemp(top))
+			return 1;
+		char cache[PATH_MAX + 32];
+		snprintf(cache, sizeof cache, "%s/run/verdicts", top);
+		setenv("KILN_VCACHE_TEST_DIR", top, 1);
+		setenv(KILN_ENV_CACHE, cache, 1);
+		execv("/proc/self/exe", argv);
+		return 1;
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_values_and_keys),
+		cmocka_unit_test(test_area_rules),
+		cmocka_unit_test(test_stable_verdicts),
+		cmocka_unit_test(test_area_verdicts_need_a_symlink_free_path),
+		cmocka_unit_test(test_listings),
+		cmocka_unit_test(test_counters_and_pids),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
