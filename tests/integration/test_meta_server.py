@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run
+from conftest import ROOT, as_other_user, run
 from meta_util import FIXTURES, cc
 from metasrv import (HELLO_OK, REFUSE_BUILD, REFUSE_PEER, REFUSE_VERSION, REFUSED, Server, build_id,
                      handshake, stall_pipe)
@@ -339,23 +339,7 @@ def test_peer_of_another_uid_is_refused(kiln_bin, tmp_path):
 
 def check_foreign_uid_refused(kiln_bin, srv):
     ident = build_id(kiln_bin)
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            os.close(r)
-            os.setgid(65534)
-            os.setuid(65534)
-            os.write(w, struct.pack("=II", *handshake(srv.socket, ident)))
-            code = 0
-        except BaseException as e:  # noqa: BLE001 - tell the parent
-            os.write(w, repr(e).encode())
-        finally:
-            os._exit(code)
-    os.close(w)
-    data = os.read(r, 4096)
-    os.waitpid(pid, 0)
+    data = as_other_user(lambda: struct.pack("=II", *handshake(srv.socket, ident)))
     assert struct.unpack("=II", data) == (REFUSED, REFUSE_PEER), data
     assert handshake(srv.socket, ident) == (HELLO_OK, None)
 
