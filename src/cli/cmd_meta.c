@@ -25,9 +25,10 @@ int cmd_meta(int argc, char **argv)
 			return cmd_meta_stop(argc - 1, argv + 1);
 	}
 	/* Under kiln trace the server's file accesses would escape the trace's
-	 * checks: a traced build runs its tools itself. */
+	 * checks: a traced build runs its tools itself; so does a command whose
+	 * output is one of this process's own descriptors (/dev/stdout...). */
 	const char *sock = getenv(KILN_ENV_META_SOCKET);
-	if (sock && *sock && !getenv(KILN_ENV_SOCKET)) {
+	if (sock && *sock && !getenv(KILN_ENV_SOCKET) && meta_cli_forwardable(argc, argv)) {
 		int rc = meta_forward(sock, argc, argv);
 		if (rc >= 0)
 			return rc;

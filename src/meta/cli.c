@@ -169,8 +169,8 @@ static int cancelled(const struct meta_cli_env *env)
 	return env->cancel && atomic_load(env->cancel);
 }
 
-/* Flushes/commits the output of JOB; on failure or cancellation drops it
- * (nothing replaced). */
+/* Flushes/commits the output of JOB; on failure drops it (nothing replaced).
+ * A cancelled command never commits. */
 static int finish_output(struct output *o, struct meta_job *job, const struct meta_cli_env *env)
 {
 	int rc = job->rc;
@@ -186,10 +186,9 @@ static int finish_output(struct output *o, struct meta_job *job, const struct me
 		return rc;
 	}
 	char err[PATH_MAX + 256];
-	if (!rc && cancelled(env))
-		rc = -1;
-	if (rc) {
+	if (rc || cancelled(env)) {
 		outfile_abort(&o->file);
+		rc = -1;
 	} else if (outfile_commit(&o->file, err, sizeof err)) {
 		fprintf(env->err, "kiln meta %s: %s\n", job->tool->name, err);
 		rc = -1;
@@ -264,6 +263,36 @@ static int run_tools(struct meta_model *m, const struct args *a, const struct me
 		if (finish_output(&outs[i], &jobs[i], env))
 			rc = 1;
 	return rc;
+}
+
+static int is_local(const char *path)
+{
+	struct outfile_dest d;
+	char err[PATH_MAX + 256];
+	if (outfile_resolve(AT_FDCWD, path, 0, &d, err, sizeof err))
+		return 0; /* the server gives the same error */
+	return d.kind == OUTFILE_STDOUT || d.magic || !strncmp(d.path, "/dev/tty", 8) ||
+	       !strncmp(d.path, "/proc/", 6);
+}
+
+int meta_cli_forwardable(int argc, char **argv)
+{
+	struct args a = { .fmt = META_FMT_TEXT };
+	FILE *null = fopen("/dev/null", "w");
+	int rc = null ? parse_args(argc, argv, &a, null) : 0;
+	if (null)
+		fclose(null);
+	if (rc)
+		return 1;
+	if (a.outfile && strcmp(a.outfile, "-") && is_local(a.outfile))
+		return 0;
+	if (a.outdir) {
+		char probe[4096];
+		snprintf(probe, sizeof probe, "%s/types.txt", a.outdir);
+		if (is_local(probe))
+			return 0;
+	}
+	return 1;
 }
 
 int meta_cli_main(int argc, char **argv, const struct meta_cli_env *env)

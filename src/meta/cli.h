@@ -8,7 +8,6 @@
 
 #include <stdatomic.h>
 #include <stdio.h>
-#include <sys/types.h>
 
 #include "meta/model.h"
 
@@ -27,13 +26,18 @@ struct meta_cli_env {
 	 * stops before running the tools and never renames an output file
 	 * into place. */
 	const atomic_int *cancel;
-	/* The process the command runs for (names temporary files, as in
-	 * standalone runs); 0 = this one. */
-	pid_t pid;
 };
 
 /* Runs `kiln meta ARGS...` (argv[0] is "meta"). Returns the exit status:
  * 0 success, 1 a file could not be processed or written, 2 usage. */
 int meta_cli_main(int argc, char **argv, const struct meta_cli_env *env);
+
+/* Whether the command line can run in a meta server on this process's
+ * behalf: not when an output (-o FILE, or --out-dir DIR) names one of this
+ * process's own descriptors or its terminal (/dev/stdout, /dev/fd/N,
+ * /proc/self/..., /dev/tty, or a symlink to one), which the server would
+ * resolve to its own. Unparsable command lines are forwardable (the server
+ * reports them as a standalone run would). */
+int meta_cli_forwardable(int argc, char **argv);
 
 #endif

@@ -53,12 +53,10 @@ struct job {
 	bool forked_parent;   /* fork mode, in the server: the child ran the tools */
 	bool in_child;        /* fork mode: this is the child */
 	int child_status;     /* fork mode: the child's exit status */
-	pid_t pid;            /* the client (SO_PEERCRED) */
 };
 
 struct slot {
 	bool used;
-	pid_t pid;
 	struct job *job;
 };
 
@@ -170,7 +168,7 @@ static int run_job(struct job *j)
 	}
 	struct meta_cli_env env = {
 		.out = out, .err = err, .dirfd = AT_FDCWD, .get_model = get_model,
-		.put_model = put_model, .ctx = j, .cancel = &j->cancel, .pid = j->pid,
+		.put_model = put_model, .ctx = j, .cancel = &j->cancel,
 	};
 	int rc = meta_cli_main(j->argc, j->argv, &env);
 	if (j->forked_parent)
@@ -279,7 +277,6 @@ static int start_job(struct service *s, struct slot *sl, int conn, const void *p
 		return -1;
 	}
 	j->conn = fcntl(conn, F_DUPFD_CLOEXEC, 0);
-	j->pid = sl->pid;
 	pthread_mutex_lock(&s->lock);
 	bool stopping = s->stopping;
 	pthread_mutex_unlock(&s->lock);
@@ -311,12 +308,13 @@ static int start_job(struct service *s, struct slot *sl, int conn, const void *p
 
 static int svc_hello(void *ctx, pid_t pid, const char *cmdline, size_t len)
 {
+	(void)pid;
 	(void)cmdline;
 	(void)len;
 	struct service *s = ctx;
 	for (size_t i = 0; i < s->nslots; i++)
 		if (!s->slots[i].used) {
-			s->slots[i] = (struct slot){ .used = true, .pid = pid };
+			s->slots[i] = (struct slot){ .used = true };
 			return (int)i;
 		}
 	size_t n = s->nslots ? 2 * s->nslots : 64;
@@ -328,7 +326,6 @@ static int svc_hello(void *ctx, pid_t pid, const char *cmdline, size_t len)
 	int id = (int)s->nslots;
 	s->nslots = n;
 	s->slots[id].used = true;
-	s->slots[id].pid = pid;
 	return id;
 }
 

@@ -60,3 +60,29 @@ def run(cmd, **kw):
     kw.setdefault("text", True)
     kw.setdefault("timeout", 120)
     return subprocess.run([str(c) for c in cmd], **kw)
+
+
+def as_other_user(fn, uid=65534):
+    """Runs fn() in a forked child as another user (root only) and returns
+    the bytes it returns; an exception in the child is raised here as an
+    AssertionError with its repr."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(r)
+            os.setgid(uid)
+            os.setuid(uid)
+            os.write(w, b"+" + fn())
+            code = 0
+        except BaseException as e:  # noqa: BLE001 - tell the parent
+            os.write(w, b"!" + repr(e).encode())
+        finally:
+            os._exit(code)
+    os.close(w)
+    data = os.read(r, 65536)
+    os.close(r)
+    os.waitpid(pid, 0)
+    assert data[:1] == b"+", data
+    return data[1:]

@@ -13,7 +13,7 @@ import time
 import pytest
 
 import trace_proto as tp
-from conftest import run
+from conftest import as_other_user, run
 from runas import manifest_text
 from tracesrv import TracedWait
 
@@ -320,29 +320,15 @@ def test_foreign_uid_is_refused(world, traced):
     # Let the other user reach the socket at all; SO_PEERCRED must still refuse.
     os.chmod(os.path.dirname(t.socket), 0o755)
     os.chmod(t.socket, 0o777)
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        code = 1
+    def ask():
+        c = tp.Client(t.socket)
         try:
-            os.close(r)
-            os.setgid(65534)
-            os.setuid(65534)
-            c = tp.Client(t.socket)
-            try:
-                c.send(tp.hello())
-            except BrokenPipeError:
-                pass  # refused at connect: the answer is waiting
-            typ, payload = c.recv()
-            os.write(w, struct.pack("=II", typ, struct.unpack_from("=I", payload)[0]))
-            code = 0
-        except BaseException as e:  # noqa: BLE001 - tell the parent
-            os.write(w, repr(e).encode())
-        finally:
-            os._exit(code)
-    os.close(w)
-    data = os.read(r, 4096)
-    os.waitpid(pid, 0)
+            c.send(tp.hello())
+        except BrokenPipeError:
+            pass  # refused at connect: the answer is waiting
+        typ, payload = c.recv()
+        return struct.pack("=II", typ, struct.unpack_from("=I", payload)[0])
+    data = as_other_user(ask)
     assert len(data) == 8, data
     assert struct.unpack("=II", data) == (tp.REFUSED, tp.REFUSE_PEER)
     assert connect(t).ask(f"{world.inc}/dep.h", tp.READ) == tp.ALLOW
