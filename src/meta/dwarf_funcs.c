@@ -40,13 +40,9 @@ static int package_ranges(struct meta_builder *b, Dwarf_Die *die, uint32_t *firs
 	struct range_sink k = { b, count, low, high };
 	int is_index = 0, ok = dwarf_attr(die, DW_AT_ranges, &a) != NULL;
 	if (ok && dwarf_whatform(&a) == DW_FORM_rnglistx) { /* its index, not libdw's offset */
-		is_index = 1;
 		const unsigned char *q = a.valp;
-		for (int shift = 0; shift < 64; shift += 7, q++) {
-			off |= (Dwarf_Word)(*q & 0x7f) << shift;
-			if (!(*q & 0x80))
-				break;
-		}
+		is_index = 1;
+		ok = meta_uleb(&q, q + 10, &off); /* at most 10 bytes for 64 bits */
 	} else if (ok) {
 		ok = dwarf_formudata(&a, &off) == 0;
 	}

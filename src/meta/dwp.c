@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "meta/dwp.h"
+#include "meta/expr.h"
 #include "meta/vec.h"
 
 struct section {
@@ -236,20 +237,6 @@ Dwarf *meta_dwp_unit(struct meta_dwp *p, uint64_t dwo_id, const unsigned char *a
 	return u.dwarf;
 }
 
-static int uleb(const unsigned char **p, const unsigned char *end, uint64_t *out)
-{
-	uint64_t v = 0;
-	for (int shift = 0; *p < end && shift < 64; shift += 7) {
-		unsigned char b = *(*p)++;
-		v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80)) {
-			*out = v;
-			return 1;
-		}
-	}
-	return 0;
-}
-
 static int fetch(const unsigned char **p, const unsigned char *end, uint64_t *out)
 {
 	if (end - *p < 8)
@@ -306,18 +293,18 @@ int meta_dwp_ranges(struct meta_dwp *p, Dwarf *unit, int is_index, uint64_t offs
 		case DW_RLE_end_of_list:
 			return 0;
 		case DW_RLE_base_addressx:
-			if (!uleb(&q, end, &a) || !addrx(u, a, &base))
+			if (!meta_uleb(&q, end, &a) || !addrx(u, a, &base))
 				return -1;
 			continue;
 		case DW_RLE_startx_endx:
-			ok = uleb(&q, end, &a) && uleb(&q, end, &b) && addrx(u, a, &lo) && addrx(u, b, &hi);
+			ok = meta_uleb(&q, end, &a) && meta_uleb(&q, end, &b) && addrx(u, a, &lo) && addrx(u, b, &hi);
 			break;
 		case DW_RLE_startx_length:
-			ok = uleb(&q, end, &a) && uleb(&q, end, &b) && addrx(u, a, &lo);
+			ok = meta_uleb(&q, end, &a) && meta_uleb(&q, end, &b) && addrx(u, a, &lo);
 			hi = lo + b;
 			break;
 		case DW_RLE_offset_pair:
-			ok = uleb(&q, end, &a) && uleb(&q, end, &b);
+			ok = meta_uleb(&q, end, &a) && meta_uleb(&q, end, &b);
 			lo = base + a;
 			hi = base + b;
 			break;
@@ -329,7 +316,7 @@ int meta_dwp_ranges(struct meta_dwp *p, Dwarf *unit, int is_index, uint64_t offs
 			ok = fetch(&q, end, &lo) && fetch(&q, end, &hi);
 			break;
 		case DW_RLE_start_length:
-			ok = fetch(&q, end, &lo) && uleb(&q, end, &b);
+			ok = fetch(&q, end, &lo) && meta_uleb(&q, end, &b);
 			hi = lo + b;
 			break;
 		default:

@@ -6,7 +6,7 @@
 
 #include "meta/expr.h"
 
-static int uleb(const unsigned char **p, const unsigned char *end, uint64_t *out)
+int meta_uleb(const unsigned char **p, const unsigned char *end, uint64_t *out)
 {
 	uint64_t v = 0;
 	for (int shift = 0; *p < end && shift < 64; shift += 7) {
@@ -73,12 +73,12 @@ int meta_expr_decode(const unsigned char *p, size_t len, int addr_size, struct m
 		if (!sleb(&p, end, &op->offset))
 			return 0;
 	} else if (a == DW_OP_regx) {
-		if (!uleb(&p, end, &u) || u > 0xffff)
+		if (!meta_uleb(&p, end, &u) || u > 0xffff)
 			return 0;
 		op->atom = DW_OP_reg0;
 		op->reg = (int)u;
 	} else if (a == DW_OP_bregx) {
-		if (!uleb(&p, end, &u) || u > 0xffff || !sleb(&p, end, &op->offset))
+		if (!meta_uleb(&p, end, &u) || u > 0xffff || !sleb(&p, end, &op->offset))
 			return 0;
 		op->atom = DW_OP_breg0;
 		op->reg = (int)u;
@@ -162,7 +162,7 @@ long meta_loclist_read(const unsigned char *sec, size_t size, uint64_t off, int 
 					return -1;
 				continue;
 			case DW_LLE_offset_pair:
-				if (!uleb(&p, end, &a) || !uleb(&p, end, &b))
+				if (!meta_uleb(&p, end, &a) || !meta_uleb(&p, end, &b))
 					return -1;
 				a += base;
 				b += base;
@@ -176,14 +176,14 @@ long meta_loclist_read(const unsigned char *sec, size_t size, uint64_t off, int 
 					return -1;
 				break;
 			case DW_LLE_start_length:
-				if (!addr(&p, end, addr_size, &a) || !uleb(&p, end, &b))
+				if (!addr(&p, end, addr_size, &a) || !meta_uleb(&p, end, &b))
 					return -1;
 				b += a;
 				break;
 			default:
 				return -2; /* addrx forms: libdw knows .debug_addr */
 			}
-			if (!uleb(&p, end, &len))
+			if (!meta_uleb(&p, end, &len))
 				return -1;
 		}
 		if ((uint64_t)(end - p) < len)

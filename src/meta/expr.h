@@ -41,4 +41,8 @@ int meta_loclist_offset(Dwarf_Attribute *attr, int version, uint64_t *off);
 long meta_loclist_read(const unsigned char *sec, size_t size, uint64_t off, int addr_size,
 		       uint64_t cu_base, int version, struct meta_loc_entry **out, size_t *cap);
 
+/* Reads an unsigned LEB128 number at *P (before END) and moves *P past it:
+ * 1, or 0 when it runs past END. */
+int meta_uleb(const unsigned char **p, const unsigned char *end, uint64_t *out);
+
 #endif

@@ -169,13 +169,11 @@ int meta_tool_frames(struct meta_model *m, FILE *out, enum meta_format fmt, stru
 		return -1;
 	struct frame_state s = { .m = m };
 	int rc = 0, first = 1;
-	struct meta_obuf *o = malloc(sizeof *o);
+	struct meta_obuf *o = meta_obuf_new(out);
 	if (!o) {
 		meta_set_err(err, "%s: out of memory while computing frames", m->path);
 		return -1;
 	}
-	o->out = out;
-	o->len = 0;
 	struct c_counts cc = { 0 };
 	pthread_mutex_lock(&m->lock);
 	if (fmt == META_FMT_TEXT) {

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define META_OBUF_SIZE (256 * 1024)
@@ -15,6 +16,17 @@ struct meta_obuf {
 	size_t len;
 	char buf[META_OBUF_SIZE];
 };
+
+/* A buffer in front of OUT (it is large: on the heap), or NULL. */
+static inline struct meta_obuf *meta_obuf_new(FILE *out)
+{
+	struct meta_obuf *o = malloc(sizeof *o);
+	if (o) {
+		o->out = out;
+		o->len = 0;
+	}
+	return o;
+}
 
 static inline void meta_obuf_flush(struct meta_obuf *o)
 {

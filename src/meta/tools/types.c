@@ -269,13 +269,11 @@ int meta_tool_types(struct meta_model *m, FILE *out, enum meta_format fmt, struc
 		return -1;
 	switch (fmt) {
 	case META_FMT_TEXT: {
-		struct meta_obuf *o = malloc(sizeof *o);
+		struct meta_obuf *o = meta_obuf_new(out);
 		if (!o) {
 			meta_set_err(err, "%s: out of memory", m->path);
 			return -1;
 		}
-		o->out = out;
-		o->len = 0;
 		fprintf(out, "# kiln meta types %s: %zu types from %zu DIEs in %zu units\n", m->path,
 			m->nclasses, m->ntypes, m->ncus);
 		for (size_t i = 0; i < m->nclasses; i++)
