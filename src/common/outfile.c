@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <linux/magic.h>
@@ -268,9 +269,10 @@ static int connect_socket(int pdir, const char *name)
  * O_TMPFILE. */
 static int named_temp(struct outfile *o)
 {
-	static unsigned counter;
+	static atomic_uint counter; /* jobs of a meta server commit concurrently */
 	for (int k = 0; k < 100; k++) {
-		snprintf(o->tmp, sizeof o->tmp, ".%.200s.kiln-%ld-%u", o->d.name, (long)getpid(), counter++);
+		snprintf(o->tmp, sizeof o->tmp, ".%.200s.kiln-%ld-%u", o->d.name, (long)getpid(),
+			 atomic_fetch_add(&counter, 1));
 		int fd = openat(o->dirfd, o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
 		if (fd >= 0 || errno != EEXIST)
 			return fd;
@@ -397,11 +399,11 @@ static int install(struct outfile *o, char *err, size_t errlen)
 		return -1;
 	}
 	if (!o->tmp[0]) {
-		static unsigned counter;
+		static atomic_uint counter; /* jobs of a meta server commit concurrently */
 		int rc = -1;
 		for (int k = 0; k < 100 && rc < 0; k++) {
 			snprintf(o->tmp, sizeof o->tmp, ".%.200s.kiln-%ld-%u", o->d.name, (long)getpid(),
-				 counter++);
+				 atomic_fetch_add(&counter, 1));
 			rc = link_tmpfile(o, o->tmp);
 			if (rc < 0 && errno != EEXIST)
 				break;
