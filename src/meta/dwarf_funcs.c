@@ -161,15 +161,16 @@ int meta_add_var(struct meta_builder *b, Dwarf_Die *die, int tag, struct attrs *
 		return 0;
 	/* name and type from the abstract origin: cached when the enclosing
 	 * scope is a concrete copy, else read through libdw */
-	const struct attrs *o = ooff && ctx.origin != META_NONE ? meta_origin_child_attrs(b, ctx.origin, ooff) : NULL;
-	if (o && (t->name || o->name) && (t->has_type || o->has_type)) {
+	struct attrs o;
+	if (ooff && ctx.origin != META_NONE && meta_origin_child_attrs(b, ctx.origin, ooff, &o) &&
+	    (t->name || o.name) && (t->has_type || o.has_type)) {
 		if (!t->name)
-			t->name = o->name;
+			t->name = o.name;
 		if (!t->has_type) {
-			t->type = o->type;
+			t->type = o.type;
 			t->has_type = 1;
 		}
-		t->external |= o->external;
+		t->external |= o.external;
 	} else {
 		meta_inherit(t);
 	}

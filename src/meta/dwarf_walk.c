@@ -6,6 +6,7 @@
  * indices once the walk is over (meta_resolve_types), because DWARF refers
  * forward as often as backward. */
 #include <dwarf.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,10 +137,25 @@ static int was_seen(const struct seen_origins *s, uint64_t off)
  * with its attributes, or a block followed by its `inner` descendants. */
 struct meta_origin_child {
 	uint64_t off;
-	int tag;
+	const char *name;
+	Dwarf_Attribute type, location;
 	uint32_t inner;
-	struct attrs t;
+	uint16_t tag;
+	uint8_t has_type, has_location, external, declaration;
 };
+
+/* The attributes of a cached child, as meta_read_attrs would give them. */
+static void child_attrs(const struct meta_origin_child *oc, struct attrs *t)
+{
+	memset(t, 0, offsetof(struct attrs, type));
+	t->name = oc->name;
+	t->type = oc->type;
+	t->has_type = oc->has_type;
+	t->location = oc->location;
+	t->has_location = oc->has_location;
+	t->external = oc->external;
+	t->declaration = oc->declaration;
+}
 
 void meta_walk_free(struct meta_builder *b)
 {
@@ -160,9 +176,19 @@ static int read_origin(struct meta_builder *b, Dwarf_Die *parent, int depth)
 	while (rc == 0) {
 		int tag = dwarf_tag(&c);
 		if (tag == DW_TAG_variable || tag == DW_TAG_formal_parameter || tag == DW_TAG_lexical_block) {
-			struct meta_origin_child oc = { .off = dwarf_dieoffset(&c), .tag = tag };
-			if (tag != DW_TAG_lexical_block)
-				meta_read_attrs(&c, &oc.t);
+			struct meta_origin_child oc = { .off = dwarf_dieoffset(&c), .tag = (uint16_t)tag };
+			if (tag != DW_TAG_lexical_block) {
+				struct attrs t;
+				meta_read_attrs(&c, &t);
+				meta_inherit(&t); /* an abstract DIE may itself point further */
+				oc.name = t.name;
+				oc.type = t.type;
+				oc.has_type = t.has_type;
+				oc.location = t.location;
+				oc.has_location = t.has_location;
+				oc.external = t.external;
+				oc.declaration = t.declaration;
+			}
 			size_t at = b->norigin_children;
 			if (META_PUSH(b->origin_children, b->norigin_children, b->cap_origin_children, oc))
 				return meta_walk_oom(b);
@@ -193,20 +219,25 @@ static int inherit_abstract(struct meta_builder *b, uint32_t idx, const struct s
 		}
 		if (oc->tag == DW_TAG_lexical_block)
 			continue; /* no concrete block: its variables belong to this scope */
-		struct attrs t = oc->t; /* meta_add_var completes it */
+		struct attrs t;
+		child_attrs(oc, &t);
 		if (meta_add_var(b, NULL, oc->tag, &t, ctx))
 			return -1;
 	}
 	return 0;
 }
 
-const struct attrs *meta_origin_child_attrs(const struct meta_builder *b, uint32_t origin, uint64_t off)
+int meta_origin_child_attrs(const struct meta_builder *b, uint32_t origin, uint64_t off, struct attrs *t)
 {
 	uint32_t end = b->origin_first[origin] + b->origin_count[origin];
-	for (uint32_t i = b->origin_first[origin]; i < end; i++)
-		if (b->origin_children[i].off == off)
-			return b->origin_children[i].tag == DW_TAG_lexical_block ? NULL : &b->origin_children[i].t;
-	return NULL;
+	for (uint32_t i = b->origin_first[origin]; i < end; i++) {
+		const struct meta_origin_child *oc = &b->origin_children[i];
+		if (oc->off == off && oc->tag != DW_TAG_lexical_block) {
+			child_attrs(oc, t);
+			return 1;
+		}
+	}
+	return 0;
 }
 
 int meta_origin_index(struct meta_builder *b, Dwarf_Attribute *origin, int depth, uint32_t *idx)

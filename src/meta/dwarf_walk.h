@@ -70,9 +70,10 @@ struct walk_ctx {
 /* Records that a child of the current concrete scope stands for the DIE
  * ORIGIN refers to, whose offset goes to *OFF (0 when unreadable). */
 int meta_note_origin(struct meta_builder *b, struct walk_ctx ctx, Dwarf_Attribute *origin, uint64_t *off);
-/* The attributes of the formal or local at offset OFF among the cached
- * children of abstract origin ORIGIN, or NULL. */
-const struct attrs *meta_origin_child_attrs(const struct meta_builder *b, uint32_t origin, uint64_t off);
+/* The attributes (name, type, location, flags) of the formal or local at
+ * offset OFF among the cached children of abstract origin ORIGIN, into *T:
+ * 1, or 0 when it is not there. */
+int meta_origin_child_attrs(const struct meta_builder *b, uint32_t origin, uint64_t off, struct attrs *t);
 /* Walks the children of concrete scope DIE (with attributes T) in CTX, then
  * adds the formals and locals of its abstract origin that no child stands
  * for (gdb does the same): they have no location, or the origin's. */
