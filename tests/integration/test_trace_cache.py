@@ -96,6 +96,23 @@ def test_repeated_questions_hit_the_cache(world, kiln_bin, helper, trace_cached)
     assert cache_json(b / "r.json")["totals"]["processes"] == n["totals"]["processes"]
 
 
+def test_global_proc_files_hit_per_process_ones_ask(world, kiln_bin, trace_cached):
+    """/proc/filesystems (read by every libselinux-linked program) is the
+    same for every process: after its first reader, a hit. /proc/self/...
+    names the asker's own process: always a round trip."""
+    b = world.build
+    rts = {}
+    for name in ("filesystems", "self/status"):
+        script = f"for i in 1 2 3 4 5 6 7 8 9 10; do cat /proc/{name} >/dev/null; done"
+        r = traced_sh(kiln_bin, world, script, "--json", b / "r.json")
+        assert r.returncode == 0, r.stderr
+        rts[name] = cache_json(b / "r.json")["cache"]["round_trips"]
+    if trace_cached:
+        assert rts["self/status"] - rts["filesystems"] >= 9, rts
+    else:
+        assert rts["self/status"] == rts["filesystems"], rts
+
+
 def test_same_report_and_log_in_both_modes(world, kiln_bin):
     b, inc = world.build, world.inc
     (b / "x.h").write_text("mine\n")

@@ -135,6 +135,16 @@ static void test_area_rules(void **state)
 	assert_int_equal(verdict_cache_area_verdict(&pol, "/var/tmp/../../tmp/x", KILN_A_READ), -1);
 	assert_int_equal(verdict_cache_area_verdict(&pol, "/usr/include/stdio.h", KILN_A_READ), -1);
 	assert_int_equal(verdict_cache_area_verdict(&pol, "/proc/self/maps", KILN_A_READ), -1);
+	assert_int_equal(verdict_cache_area_verdict(&pol, "/proc/thread-self/stat", KILN_A_READ), -1);
+	assert_int_equal(verdict_cache_area_verdict(&pol, "/proc/1/root/etc", KILN_A_READ), -1);
+	assert_int_equal(verdict_cache_area_verdict(&pol, "/proc/fs/../1/environ", KILN_A_READ), -1);
+	assert_int_equal(verdict_cache_area_verdict(&pol, "/proc", KILN_A_STAT), -1);
+	assert_int_equal(verdict_cache_area_verdict(&pol, "/proc/", KILN_A_STAT), -1);
+	/* what no process owns: the same for every asker */
+	assert_int_equal(verdict_cache_area_verdict(&pol, "/proc/filesystems", KILN_A_READ), KILN_V_ALLOW);
+	assert_int_equal(verdict_cache_area_verdict(&pol, "/proc/sys/kernel/ostype", KILN_A_READ),
+			 KILN_V_ALLOW);
+	assert_int_equal(verdict_cache_area_verdict(&pol, "/proc/12ab", KILN_A_READ), KILN_V_ALLOW);
 	/* outside the writable areas: writes refused whatever the state, but a
 	 * create may be a mkdir -p of an existing directory: not cached */
 	assert_int_equal(verdict_cache_area_verdict(&pol, "/var/x", KILN_A_WRITE), KILN_V_DENY);
@@ -146,6 +156,9 @@ static void test_area_rules(void **state)
 	assert_false(verdict_cache_area_listing(&pol, "/"));
 	assert_false(verdict_cache_area_listing(&pol, "/usr/include"));
 	assert_false(verdict_cache_area_listing(&pol, "/proc"));
+	assert_false(verdict_cache_area_listing(&pol, "/proc/1/fd"));
+	assert_false(verdict_cache_area_listing(&pol, "/proc/self/task"));
+	assert_true(verdict_cache_area_listing(&pol, "/proc/sys/kernel"));
 }
 
 static void test_stable_verdicts(void **state)

@@ -103,12 +103,33 @@ static void put(struct verdict_cache *vc, const char *key, size_t klen, uint64_t
 	}
 }
 
-/* No rule that hides or asks the registry covers canonical node q, and it
- * is not under /proc (whose /proc/self the server reads as the client's):
- * q is visible whatever the file system holds. */
-static bool node_clean(const struct policy *p, const char *q)
+/* Under /proc, only what no process owns: /proc/filesystems, /proc/sys/...
+ * (every libselinux-linked program reads /proc/filesystems; a third of a
+ * configure run's connections were for it alone). /proc itself (its listing
+ * names processes), /proc/PID, /proc/self and /proc/thread-self (the server
+ * reads those as the asking client's) are never area nodes. The symlinks
+ * of the top level (/proc/mounts, /proc/net) are caught by the client's
+ * RESOLVE_NO_SYMLINKS check, as everywhere. */
+static bool proc_clean(const char *q)
 {
-	if (!strncmp(q, "/proc", 5) && (q[5] == '\0' || q[5] == '/'))
+	if (strncmp(q, "/proc", 5) || (q[5] != '\0' && q[5] != '/'))
+		return true;
+	const char *c = q + 5;
+	if (!*c++ || !*c)
+		return false;
+	size_t n = strcspn(c, "/");
+	if ((n == 4 && !memcmp(c, "self", 4)) || (n == 11 && !memcmp(c, "thread-self", 11)))
+		return false;
+	return strspn(c, "0123456789") < n;
+}
+
+/* No rule that hides or asks the registry covers canonical node q, and it
+ * is not a per-process part of /proc: q is visible whatever the file
+ * system holds. `last`: q is the walk's end (/proc is a clean step on the
+ * way to /proc/filesystems, never an end). */
+static bool node_clean(const struct policy *p, const char *q, bool last)
+{
+	if (!strcmp(q, "/proc") ? last : !proc_clean(q))
 		return false;
 	for (size_t i = 0; i < p->n; i++) {
 		const struct policy_rule *r = &p->rules[i];
@@ -144,7 +165,7 @@ static bool walk_clean(const struct policy *p, const char *path, char *out)
 			memcpy(out + len, c, n);
 			len += n;
 			out[len] = '\0';
-			if (!node_clean(p, out))
+			if (!node_clean(p, out, c[n] == '\0' || !c[n + strspn(c + n, "/")]))
 				return false;
 		}
 		c += n;
