@@ -47,13 +47,19 @@ debsrc_find() {
 }
 
 debsrc_fetch() {
-  local cache=$1 source=$2 src_dir
+  local cache=$1 source=$2 src_dir codename
   src_dir=$(debsrc_find "$cache" "$source")
   if [ -z "$src_dir" ] || [ ! -f "$src_dir/debian/control" ]; then
     debsrc_say "fetching the Debian source package '$source' (apt-get source, private lists in $cache/apt)"
     apt-get "${debsrc_apt_opts[@]}" -qq update >&2 || debsrc_die "apt-get update failed (network, or $cache/apt/sources)"
-    (cd "$cache/src" && apt-get "${debsrc_apt_opts[@]}" -qq source "$source" >&2) \
-      || debsrc_die "apt-get source $source failed"
+    # The newest version may come from an archive whose mirror serves no
+    # sources (debian-security here): then the release suite's version.
+    if ! (cd "$cache/src" && apt-get "${debsrc_apt_opts[@]}" -qq source "$source" >&2); then
+      codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
+      debsrc_say "apt-get source $source failed; trying $source/$codename (the release's version)"
+      (cd "$cache/src" && apt-get "${debsrc_apt_opts[@]}" -qq source "$source/$codename" >&2) \
+        || debsrc_die "apt-get source $source failed"
+    fi
     src_dir=$(debsrc_find "$cache" "$source")
   fi
   [ -n "$src_dir" ] && [ -f "$src_dir/debian/control" ] \
