@@ -21,6 +21,8 @@
 #define KILN_ENV_PRELOAD "KILN_PRELOAD" /* absolute path of libkiln-trace.so */
 #define KILN_ENV_CACHE   "KILN_CACHE"   /* path of the shared verdict cache (later) */
 #define KILN_ENV_RUNDIR  "KILN_RUN_DIR" /* the private run directory */
+#define KILN_ENV_EXEC_NAME "KILN_EXEC_NAME" /* the process name (comm) of a program
+					     kiln ran by fd; set for that program only */
 #define KILN_ENV_NAMESPACES "KILN_NAMESPACES" /* "allow", else chroot, mount,
 						 unshare... fail with EPERM */
 
@@ -67,8 +69,35 @@ struct kiln_query {
 	uint32_t pathlen; /* path bytes follow, not NUL-terminated, <= KILN_PATH_MAX */
 };
 
+/* How an ALLOW answer binds to the file the client's call then reaches
+ * (docs/protocol.md, "Binding a verdict to a file"): the path may change
+ * between the server's look and the call. */
+enum kiln_bind {
+	KILN_BIND_ANY         = 0, /* holds whatever the file system does (managed
+				    * trees), or nothing to bind (not ALLOW) */
+	KILN_BIND_NO_SYMLINKS = 1, /* holds in every state in which the path has no
+				    * symlink on its way: the client opens with
+				    * RESOLVE_NO_SYMLINKS */
+	KILN_BIND_IDENT       = 2, /* holds for the file (or directory) named by the
+				    * identities below: the client verifies what it
+				    * opened */
+};
+
+enum kiln_id_flags {
+	KILN_ID_FILE     = 1u << 0, /* dev/ino: the file the path reaches */
+	KILN_ID_DEV_ONLY = 1u << 1, /* ... of which only dev counts (procfs: inode
+				     * numbers come and go) */
+	KILN_ID_DIR      = 1u << 2, /* dir_dev/dir_ino: the directory the path's last
+				     * name is in (to create it there) */
+};
+
 struct kiln_verdict_msg {
-	uint32_t verdict; /* enum kiln_verdict */
+	uint32_t verdict;  /* enum kiln_verdict */
+	uint16_t bind;     /* enum kiln_bind */
+	uint16_t id_flags; /* enum kiln_id_flags; no KILN_ID_FILE: the path reaches
+			    * no file (an open must fail, or create a new one) */
+	uint64_t dev, ino;
+	uint64_t dir_dev, dir_ino;
 };
 
 /* Followed by dirlen bytes of directory path, then `count` entries, each a

@@ -217,7 +217,8 @@ int kt_no_symlinks(const char *path, int nofollow)
 	return fd == -ENOENT;
 }
 
-int kt_cache_ask(const char *abs, size_t plen, unsigned access, unsigned qflags, int *verdict)
+int kt_cache_ask(const char *abs, size_t plen, unsigned access, unsigned qflags, int bind,
+		 int *verdict, unsigned *how)
 {
 	struct shmmap *m = get();
 	if (!m)
@@ -228,14 +229,23 @@ int kt_cache_ask(const char *abs, size_t plen, unsigned access, unsigned qflags,
 	uint64_t v;
 	unsigned kind, ans;
 	if (!klen || !shmmap_lookup(m, key, klen, &v) || !vc_parse(v, &kind, &ans) ||
-	    ans > KILN_V_DENY ||
-	    (kind == VC_AREA && !kt_no_symlinks(abs, (qflags & KILN_Q_NOFOLLOW) != 0))) {
-		count(0, 0);
-		return 0;
+	    ans > KILN_V_DENY)
+		goto miss;
+	*how = KILN_BIND_ANY;
+	if (kind == VC_AREA) {
+		/* An ALLOW for a caller that binds: its open is the symlink
+		 * check (openat2 RESOLVE_NO_SYMLINKS with its own flags). */
+		if (bind && ans == KILN_V_ALLOW)
+			*how = KILN_BIND_NO_SYMLINKS;
+		else if (!kt_no_symlinks(abs, (qflags & KILN_Q_NOFOLLOW) != 0))
+			goto miss;
 	}
 	count(1, 0);
 	*verdict = (int)ans;
 	return 1;
+miss:
+	count(0, 0);
+	return 0;
 }
 
 static int is_dot(const char *nm)

@@ -23,6 +23,15 @@ int kt_verdict_errno(int verdict, unsigned access)
 	}
 }
 
+int kt_path_follows_tail(const char *path)
+{
+	/* "link/" and "link/." make the kernel follow the link; the clean
+	 * path sent drops both, so say it. */
+	size_t len = strlen(path);
+	return len && (path[len - 1] == '/' ||
+		       (path[len - 1] == '.' && (len == 1 || path[len - 2] == '/')));
+}
+
 int kt_check(int dirfd, const char *path, unsigned access, unsigned qflags, int atflags)
 {
 	bool writes = access & (KILN_A_WRITE | KILN_A_CREATE | KILN_A_DELETE);
@@ -32,10 +41,7 @@ int kt_check(int dirfd, const char *path, unsigned access, unsigned qflags, int 
 		return writes ? kt_check_fd_write(dirfd, access) : 0;
 	if (atflags & AT_SYMLINK_NOFOLLOW)
 		qflags |= KILN_Q_NOFOLLOW;
-	/* "link/" and "link/." make the kernel follow the link; the clean
-	 * path sent drops both, so say it. */
-	size_t len = strlen(path);
-	if (path[len - 1] == '/' || (path[len - 1] == '.' && (len == 1 || path[len - 2] == '/')))
+	if (kt_path_follows_tail(path))
 		qflags &= ~KILN_Q_NOFOLLOW;
 	char abs[KT_PATH_BUF];
 	int n = kt_path_at(dirfd, path, abs);

@@ -347,13 +347,24 @@ static long exchange(const void *req, size_t reqlen, void *resp, size_t cap,
 
 int kiln_ask(const char *abspath, unsigned access, unsigned qflags)
 {
+	struct kiln_binding b;
+	return kiln_ask_bound(abspath, access, qflags, 0, &b);
+}
+
+int kiln_ask_bound(const char *abspath, unsigned access, unsigned qflags, unsigned flags,
+		   struct kiln_binding *b)
+{
 	kt_init();
+	*b = (struct kiln_binding){ KILN_BIND_ANY, 0, 0, 0, 0, 0, 1 };
 	size_t plen = strlen(abspath);
 	if (plen > KILN_PATH_MAX)
 		return KILN_V_ERROR;
 	int cached;
-	if (kt_cache_ask(abspath, plen, access, qflags, &cached))
+	if (!(flags & KILN_ASK_SERVER) &&
+	    kt_cache_ask(abspath, plen, access, qflags, (flags & KILN_ASK_BIND) != 0, &cached,
+			 &b->how))
 		return cached;
+	b->cached = 0;
 	struct {
 		struct kiln_msg_hdr h;
 		struct kiln_query q;
@@ -372,11 +383,14 @@ int kiln_ask(const char *abspath, unsigned access, unsigned qflags)
 	} resp;
 	long r = exchange(&req, sizeof req.h + req.h.len, &resp, sizeof resp,
 			  KILN_MSG_VERDICT, 0);
-	if (r != sizeof(struct kiln_verdict_msg) || resp.m.v.verdict > KILN_V_DENY) {
+	if (r != sizeof(struct kiln_verdict_msg) || resp.m.v.verdict > KILN_V_DENY ||
+	    resp.m.v.bind > KILN_BIND_IDENT) {
 		if (r >= 0)
 			report_failure(EPROTO);
 		return KILN_V_ERROR;
 	}
+	*b = (struct kiln_binding){ resp.m.v.bind, resp.m.v.id_flags, resp.m.v.dev, resp.m.v.ino,
+				    resp.m.v.dir_dev, resp.m.v.dir_ino, 0 };
 	return (int)resp.m.v.verdict;
 }
 

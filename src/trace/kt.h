@@ -89,6 +89,43 @@ unsigned kt_open_qflags(int flags);
 unsigned kt_fopen_access(const char *mode);
 unsigned kt_fopen_qflags(const char *mode);
 
+/* True when a path's last component is followed whatever the call says:
+ * "link/", "link/." and "." (the clean path sent drops them). */
+int kt_path_follows_tail(const char *path);
+
+/* ---- bind.c: opening what was checked (issue 9, class 5) --------------- */
+
+/* How a hooked open reaches the kernel: its real function's signature, or
+ * syscall(SYS_openat/SYS_openat2, ...). */
+enum kt_open_via {
+	KT_VIA_OPEN,     /* real(path, flags, mode): open, open64 */
+	KT_VIA_OPENAT,   /* real(dirfd, path, flags, mode): openat, openat64 */
+	KT_VIA_OPEN_2,   /* real(path, flags): __open_2, __open64_2 */
+	KT_VIA_OPENAT_2, /* real(dirfd, path, flags): __openat_2, __openat64_2 */
+	KT_VIA_SYSCALL,  /* raw openat(dirfd, path, flags, mode) */
+	KT_VIA_SYSCALL2, /* raw openat2(dirfd, path, how, how_size) */
+};
+
+struct kt_opener {
+	enum kt_open_via via;
+	void *real;
+	_Atomic int *direct; /* per real function: 0 not known yet, 1 libc's, 2 not */
+	int dirfd;
+	const char *path;
+	int flags;
+	unsigned mode;
+	const void *how;     /* KT_VIA_SYSCALL2: the caller's struct open_how */
+	size_t how_size;
+};
+
+/* The open o describes, checked with access and qflags and bound to the
+ * file it opens (bind.c). Returns the fd or -errno; *how_used (may be NULL)
+ * gets the binding of the last answer (enum kiln_bind), or KT_BIND_REFUSED
+ * when the answer refused the open (the errno is the answer's). */
+#define KT_BIND_REFUSED 255u
+long kt_open_bound(const struct kt_opener *o, unsigned access, unsigned qflags,
+		   unsigned *how_used);
+
 /* ---- fdcheck.c: files named by an fd or a socket address -------------- */
 
 /* A metadata write (access class) through fd: 0 if the fd was opened for
@@ -146,9 +183,12 @@ void kt_client_after_fork(void);
 
 /* ---- cache.c: the shared verdict cache (docs/verdict-cache.md) --------- */
 
-/* Answers a question from the map: 1 and *verdict, or 0 (ask the server).
- * Attaches the map on first use ($KILN_CACHE; unset: never). */
-int kt_cache_ask(const char *abs, size_t plen, unsigned access, unsigned qflags, int *verdict);
+/* Answers a question from the map: 1, *verdict and how the answer binds
+ * (KILN_BIND_ANY, or NO_SYMLINKS for an AREA ALLOW when `bind`: the caller
+ * opens with RESOLVE_NO_SYMLINKS instead of this checking), or 0 (ask the
+ * server). Attaches the map on first use ($KILN_CACHE; unset: never). */
+int kt_cache_ask(const char *abs, size_t plen, unsigned access, unsigned qflags, int bind,
+		 int *verdict, unsigned *how);
 /* Same for a listing batch: 1 with hidden[] filled, or 0. */
 int kt_cache_ask_dir(const char *dir, const char *const *names, size_t n, unsigned char *hidden);
 /* 1 when absolute `path` has no symlink on its way (the last component not

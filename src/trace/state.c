@@ -6,6 +6,7 @@
  * connect, no mmap): the budget is about 50 us per process for everything. */
 #include <dlfcn.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include "trace/kt.h"
 #include "trace/rawsys.h"
@@ -34,11 +35,19 @@ static size_t name_len(const char *entry)
 	return eq ? (size_t)(eq - entry) : strlen(entry);
 }
 
+/* A program kiln ran by fd would be named after the fd's number. */
+static void set_comm(const char *name)
+{
+	kt_sys2(SYS_prctl, PR_SET_NAME, name);
+}
+
 static void capture(void)
 {
 	size_t used = 0;
 	for (char **e = environ; e && *e; e++) {
 		size_t nl = name_len(*e);
+		if (nl == sizeof KILN_ENV_EXEC_NAME - 1 && !memcmp(*e, KILN_ENV_EXEC_NAME, nl))
+			set_comm(*e + nl + 1);
 		for (size_t k = 0; k < NKEPT; k++) {
 			if (env_ptr[k] || strlen(kept_names[k]) != nl ||
 			    memcmp(*e, kept_names[k], nl) != 0)

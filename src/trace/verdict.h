@@ -13,6 +13,7 @@
 #define KILN_TRACE_VERDICT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Access classes: a bit set. */
 enum kiln_access {
@@ -40,6 +41,25 @@ enum kiln_qflags {
 /* Verdict for an absolute path (lexically cleaned: no "//", no "/./"; ".."
  * kept, since only the server resolves symlinks). */
 int kiln_ask(const char *abspath, unsigned access, unsigned qflags);
+
+/* How an ALLOW may be used by a call that opens the path
+ * (src/ipc/proto.h, enum kiln_bind and enum kiln_id_flags): the server's
+ * binding, or the shared cache's (a STABLE value: ANY; an AREA value:
+ * NO_SYMLINKS, without identities). */
+struct kiln_binding {
+	unsigned how;
+	unsigned id_flags;
+	uint64_t dev, ino, dir_dev, dir_ino;
+	int cached; /* the shared cache answered (no identities) */
+};
+
+#define KILN_ASK_SERVER 1u /* skip the shared cache (the file changed under a bound call) */
+#define KILN_ASK_BIND   2u /* the caller opens with RESOLVE_NO_SYMLINKS when told to:
+			    * an AREA value needs no symlink check here */
+
+/* kiln_ask for a call that binds its answer (src/trace/bind.c). */
+int kiln_ask_bound(const char *abspath, unsigned access, unsigned qflags, unsigned flags,
+		   struct kiln_binding *b);
 
 /* Verdicts for `n` entries of directory `absdir` in one round trip: sets
  * hidden[i] = 1 for each entry that must vanish from the listing. Returns 0,

@@ -121,7 +121,8 @@ class FakeServer:
                     v = self.decide(path, access, qflags)
                     with self.lock:
                         self.log.append((pid, "query", path, access, qflags, v))
-                    c.send(HDR.pack(VERDICT, 0, 4) + struct.pack("=I", v))
+                    # bind ANY: the preload library uses the answer as is
+                    c.send(HDR.pack(VERDICT, 0, 40) + struct.pack("=IHHQQQQ", v, 0, 0, 0, 0, 0, 0))
                 elif t == QUERY_DIR:
                     count, dlen = struct.unpack_from("=II", body)
                     d = body[8:8 + dlen].decode("utf-8", "surrogateescape")

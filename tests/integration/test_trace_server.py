@@ -265,7 +265,7 @@ def test_many_concurrent_clients(world, traced):
     for i, c in enumerate(clients):
         typ, p = c.recv()
         assert typ == tp.VERDICT
-        assert struct.unpack("=I", p)[0] == expect[list(expect)[i % 2]]
+        assert tp.VERDICT_MSG.unpack(p)[0] == expect[list(expect)[i % 2]]
     errors = []
 
     def worker(k):

@@ -24,7 +24,7 @@ def hook_names():
     text = (HOOKS / "hooks.def").read_text()
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     names = set(re.findall(r"^KT_HOOK\([^,]+,\s*(\w+)\s*,", text, flags=re.M))
-    names |= set(re.findall(r"^KT_HOOK_OPEN\(\s*(\w+)\s*,", text, flags=re.M))
+    names |= set(re.findall(r"^KT_HOOK_(?:OPEN2?|CREAT)\(\s*(\w+)\s*,", text, flags=re.M))
     for c in HOOKS.glob("*.c"):
         names |= set(re.findall(r"^KT_EXPORT\b[^(]*?(\w+)\(", c.read_text(), flags=re.M))
     return names

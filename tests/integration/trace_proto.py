@@ -9,6 +9,10 @@ VERSION = 1
 MSG_MAX = 65536
 
 HELLO, HELLO_OK, REFUSED, QUERY, VERDICT, QUERY_DIR, VERDICT_DIR, EVENT = range(1, 9)
+# VERDICT: verdict, bind, id_flags, dev, ino, dir_dev, dir_ino (src/ipc/proto.h)
+VERDICT_MSG = struct.Struct("=IHHQQQQ")
+BIND_ANY, BIND_NO_SYMLINKS, BIND_IDENT = 0, 1, 2
+ID_FILE, ID_DEV_ONLY, ID_DIR = 1, 2, 4
 REFUSE_VERSION, REFUSE_PEER, REFUSE_BUSY = 1, 2, 3
 
 STAT, READ, WRITE, EXEC, LIST, CREATE, DELETE = (1 << i for i in range(7))
@@ -69,13 +73,17 @@ class Client:
         assert (magic, version) == (MAGIC, VERSION)
         return self
 
-    def ask(self, path, access, qflags=0):
+    def ask_bound(self, path, access, qflags=0):
+        """(verdict, bind, id_flags, dev, ino, dir_dev, dir_ino) of a query."""
         self.send(query(path, access, qflags))
         r = self.recv()
         assert r is not None, "server closed the connection"
         t, p = r
         assert t == VERDICT
-        return struct.unpack("=I", p)[0]
+        return VERDICT_MSG.unpack(p)
+
+    def ask(self, path, access, qflags=0):
+        return self.ask_bound(path, access, qflags)[0]
 
     def ask_dir(self, d, names):
         self.send(query_dir(d, names))

@@ -61,7 +61,7 @@ static void *serve(void *arg)
 		} else if (h.type == KILN_MSG_QUERY) {
 			struct kiln_query q;
 			memcpy(&q, body, sizeof q);
-			struct kiln_verdict_msg v = { (uint32_t)verdict_for(body + sizeof q, q.pathlen) };
+			struct kiln_verdict_msg v = { .verdict = (uint32_t)verdict_for(body + sizeof q, q.pathlen) };
 			oh.type = KILN_MSG_VERDICT;
 			memcpy(out + sizeof oh, &v, sizeof v);
 			olen = sizeof v;

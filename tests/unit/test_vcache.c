@@ -58,7 +58,8 @@ static int server_ask(const char *path, unsigned access, unsigned qflags)
 
 static int client_ask(const char *path, unsigned access, unsigned qflags, int *v)
 {
-	return kt_cache_ask(path, strlen(path), access, qflags, v);
+	unsigned how;
+	return kt_cache_ask(path, strlen(path), access, qflags, 0, v, &how);
 }
 
 static int setup(void **state)

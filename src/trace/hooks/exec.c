@@ -77,21 +77,65 @@ static void inspect(int fd, const char *shown_path, char *interp, size_t cap)
 	kiln_event(KILN_E_STATIC_EXEC, shown_path);
 }
 
+/* Opens an exec target for inspection, the check bound to the file opened
+ * (bind.c). Returns the fd or -errno; *bound: the answer must be bound (the
+ * target lies in a mutable area or is reached through a symlink there) or
+ * was a refusal, and *readable: the fd can be read (else it is O_PATH: an
+ * exec-only file). */
+static long open_target(const char *abs, unsigned qf, int *bound, int *readable)
+{
+	int nofollow = (qf & KILN_Q_NOFOLLOW) ? O_NOFOLLOW : 0;
+	struct kt_opener o = { KT_VIA_SYSCALL, NULL, NULL, AT_FDCWD, abs,
+			       O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | nofollow, 0, NULL, 0 };
+	unsigned how;
+	long fd = kt_open_bound(&o, KILN_A_EXEC, qf, &how);
+	*readable = 1;
+	if (fd == -EACCES && how != KT_BIND_REFUSED) {
+		o.flags = O_PATH | O_CLOEXEC | nofollow;
+		fd = kt_open_bound(&o, KILN_A_EXEC, qf, &how);
+		*readable = 0;
+	}
+	/* refused: the exec fails as the answer says */
+	*bound = how != KILN_BIND_ANY;
+	return fd;
+}
+
 /* Checks an exec target given as an absolute clean path (abs is used as
  * scratch), then its #! interpreters. Returns 0 or the errno the exec must
- * fail with. */
-static int check_exec_abs(char *abs, unsigned qf)
+ * fail with. When the target is an ELF file whose answer must be bound,
+ * *bound_fd gets an fd of the very file checked (close-on-exec), for the
+ * caller to run that file (execveat AT_EMPTY_PATH); else -1 and the caller
+ * runs the path. A #! script is run by path (the kernel hands the
+ * interpreter the path, which a script's $0 shows; docs/threat-model.md). */
+static int check_exec_abs(char *abs, unsigned qf, int *bound_fd)
 {
 	int n;
+	*bound_fd = -1;
 	for (int depth = 0; depth < 5; depth++) {
-		int e = kt_verdict_errno(kiln_ask(abs, KILN_A_EXEC, qf), KILN_A_EXEC);
-		if (e)
-			return e;
-		long fd = kt_sys4(SYS_openat, AT_FDCWD, abs, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0);
-		if (fd < 0)
-			return 0; /* unreadable or missing: the kernel decides */
+		int bound, readable;
+		long fd;
+		if (depth == 0) {
+			fd = open_target(abs, qf, &bound, &readable);
+			if (fd < 0)
+				return bound || fd == -ENOENT || fd == -EIO ? (int)-fd : 0;
+		} else {
+			int e = kt_verdict_errno(kiln_ask(abs, KILN_A_EXEC, qf), KILN_A_EXEC);
+			if (e)
+				return e;
+			bound = 0;
+			readable = 1;
+			fd = kt_sys4(SYS_openat, AT_FDCWD, abs, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0);
+			if (fd < 0)
+				return 0; /* unreadable or missing: the kernel decides */
+		}
 		char interp[KT_PATH_BUF];
-		inspect((int)fd, abs, interp, sizeof interp);
+		interp[0] = '\0';
+		if (readable)
+			inspect((int)fd, abs, interp, sizeof interp);
+		if (!interp[0] && bound) {
+			*bound_fd = (int)fd;
+			return 0;
+		}
 		kt_close((int)fd);
 		if (!interp[0])
 			return 0;
@@ -104,14 +148,18 @@ static int check_exec_abs(char *abs, unsigned qf)
 }
 
 /* Checks an exec target given as (dirfd, path, atflags), then its #!
- * interpreters. Returns 0 or the errno the exec must fail with. */
-static int check_exec(int dirfd, const char *path, int atflags)
+ * interpreters. Returns 0 or the errno the exec must fail with; *bound_fd
+ * as for check_exec_abs (never for an fd the caller gave: that is the file
+ * already). */
+static int check_exec(int dirfd, const char *path, int atflags, int *bound_fd)
 {
 	char abs[KT_PATH_BUF];
+	*bound_fd = -1;
 	if (!path)
 		return 0;
 	int n;
-	if (!path[0] && (atflags & AT_EMPTY_PATH))
+	int own_fd = !path[0] && (atflags & AT_EMPTY_PATH);
+	if (own_fd)
 		n = kt_fd_path(dirfd, abs);
 	else if (!path[0])
 		return 0; /* execve reports ENOENT itself */
@@ -119,7 +167,20 @@ static int check_exec(int dirfd, const char *path, int atflags)
 		n = kt_path_at(dirfd, path, abs);
 	if (n < 0)
 		return -n;
-	return check_exec_abs(abs, (atflags & AT_SYMLINK_NOFOLLOW) ? KILN_Q_NOFOLLOW : 0);
+	int e = check_exec_abs(abs, (atflags & AT_SYMLINK_NOFOLLOW) ? KILN_Q_NOFOLLOW : 0, bound_fd);
+	if (own_fd && *bound_fd >= 0) {
+		kt_close(*bound_fd);
+		*bound_fd = -1;
+	}
+	return e;
+}
+
+/* The name the kernel gives a process (its comm) is the last component of
+ * the path it was run by; run by fd, it would be the fd's number. */
+static const char *exec_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
 }
 
 /* Where a spawn's relative path points in the child: under the directory
@@ -143,6 +204,7 @@ struct env {
 	char **vec;
 	size_t mapped; /* bytes mmap'd for vec, 0 when on the caller's stack */
 	char preload[KT_PATH_BUF + 32];
+	char name[sizeof KILN_ENV_EXEC_NAME + 16]; /* "KILN_EXEC_NAME=comm" */
 };
 
 #define ENV_STACK 512
@@ -156,6 +218,9 @@ static int is_kept(const char *entry, int replacing_preload)
 	for (size_t i = 0; i < n; i++)
 		if (strncmp(kept[i], entry, nl) == 0 && kept[i][nl] == '=')
 			return 1;
+	/* meant for one new program only: never passed on */
+	if (!strncmp(entry, KILN_ENV_EXEC_NAME "=", sizeof KILN_ENV_EXEC_NAME))
+		return 1;
 	return replacing_preload && !strncmp(entry, "LD_PRELOAD=", 11);
 }
 
@@ -190,14 +255,16 @@ static const char *preload_entry(char *const envp[], struct env *e)
 	return e->preload;
 }
 
-/* Builds the new environment into e->vec (stack[] when it fits). */
-static void env_build(char *const envp[], struct env *e, char **stack)
+/* Builds the new environment into e->vec (stack[] when it fits). A program
+ * run by fd gets its name (`comm`, for ps and friends) in KILN_EXEC_NAME,
+ * which kiln's constructor in it sets and nothing passes on. */
+static void env_build(char *const envp[], struct env *e, char **stack, const char *comm)
 {
 	size_t n = 0, nk;
 	const char *const *kept = kt_env_all(&nk);
 	while (envp && envp[n])
 		n++;
-	size_t need = n + nk + 2;
+	size_t need = n + nk + 3;
 	e->mapped = 0;
 	e->vec = stack;
 	if (need > ENV_STACK) {
@@ -206,7 +273,7 @@ static void env_build(char *const envp[], struct env *e, char **stack)
 				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p < 0 && p > -4096) {
 			/* No memory: keep the program's entries that fit. */
-			n = ENV_STACK - nk - 2;
+			n = ENV_STACK - nk - 3;
 		} else {
 			e->vec = (char **)p;
 			e->mapped = bytes;
@@ -222,6 +289,16 @@ static void env_build(char *const envp[], struct env *e, char **stack)
 			e->vec[k++] = (char *)kept[i];
 	if (pl)
 		e->vec[k++] = (char *)pl;
+	if (comm) {
+		size_t at = sizeof KILN_ENV_EXEC_NAME - 1, cl = strlen(comm);
+		memcpy(e->name, KILN_ENV_EXEC_NAME "=", at + 1);
+		at++;
+		if (cl > sizeof e->name - at - 1)
+			cl = sizeof e->name - at - 1;
+		memcpy(e->name + at, comm, cl);
+		e->name[at + cl] = '\0';
+		e->vec[k++] = e->name;
+	}
 	e->vec[k] = NULL;
 }
 
@@ -240,16 +317,26 @@ enum exec_how { EXEC_PATH, EXEC_AT, EXEC_FD };
  * #! interpreters, then call the real function (execve, execveat or
  * fexecve, by `how`) with kiln's variables put back into envp. It returns
  * only on failure: -1 with errno. */
+typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
+
 static int exec_checked(enum exec_how how, void *real, int dirfd, const char *path,
 			char *const argv[], char *const envp[], int atflags)
 {
 	kt_enter();
-	int e = check_exec(dirfd, path, atflags);
+	int fd;
+	int e = check_exec(dirfd, path, atflags, &fd);
+	execveat_fn at = fd >= 0 ? (execveat_fn)kt_real(&real_execveat, "execveat") : NULL;
 	if (!e) {
 		char *stack[ENV_STACK];
 		struct env env;
-		env_build(envp, &env, stack);
-		if (how == EXEC_PATH)
+		env_build(envp, &env, stack, at ? exec_name(path) : NULL);
+		if (at) { /* the file checked, not what the path names by now */
+			at(fd, "", argv, env.vec, AT_EMPTY_PATH);
+			if (errno == ENOSYS) /* a kernel before 3.19 */
+				at = NULL;
+		}
+		if (at) {
+		} else if (how == EXEC_PATH)
 			((int (*)(const char *, char *const[], char *const[]))real)(path, argv,
 										   env.vec);
 		else if (how == EXEC_FD)
@@ -260,6 +347,8 @@ static int exec_checked(enum exec_how how, void *real, int dirfd, const char *pa
 		e = errno;
 		env_free(&env);
 	}
+	if (fd >= 0)
+		kt_close(fd);
 	kt_leave();
 	errno = e;
 	return -1;
@@ -439,6 +528,32 @@ KT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 
 /* ---- posix_spawn ---------------------------------------------------------- */
 
+/* "/proc/PID/fd/FD" into out (48 bytes). */
+static void fd_link(int pid, int fd, char *out)
+{
+	char digits[12];
+	size_t at = 0;
+	const char *parts[] = { "/proc/", NULL, "/fd/", NULL };
+	int nums[] = { 0, pid, 0, fd };
+	for (int i = 0; i < 4; i++) {
+		if (parts[i]) {
+			size_t l = strlen(parts[i]);
+			memcpy(out + at, parts[i], l);
+			at += l;
+			continue;
+		}
+		unsigned v = (unsigned)nums[i];
+		int nd = 0;
+		do {
+			digits[nd++] = (char)('0' + v % 10);
+			v /= 10;
+		} while (v);
+		while (nd)
+			out[at++] = digits[--nd];
+	}
+	out[at] = '\0';
+}
+
 typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
 			const posix_spawnattr_t *, char *const[], char *const[]);
 
@@ -449,15 +564,23 @@ int kt_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
 	if (refused)
 		return refused;
 	char abs[KT_PATH_BUF];
+	int fd = -1;
 	int r = path && path[0] ? spawn_path(fa, path, abs) : 0;
-	int e = r < 0 ? -r : r > 0 ? check_exec_abs(abs, 0) : check_exec(AT_FDCWD, path, 0);
+	int e = r < 0 ? -r : r > 0 ? check_exec_abs(abs, 0, &fd) : check_exec(AT_FDCWD, path, 0, &fd);
 	if (e)
 		return e;
+	/* The file checked, by the parent's fd: the child's own fd table
+	 * is the file actions' to change, the parent waits in posix_spawn. */
+	char byfd[48];
+	if (fd >= 0)
+		fd_link(kt_getpid(), fd, byfd);
 	char *stack[ENV_STACK];
 	struct env env;
-	env_build(envp, &env, stack);
-	e = REAL(posix_spawn, spawn_fn)(pid, path, fa, at, argv, env.vec);
+	env_build(envp, &env, stack, fd >= 0 ? exec_name(path) : NULL);
+	e = REAL(posix_spawn, spawn_fn)(pid, fd >= 0 ? byfd : path, fa, at, argv, env.vec);
 	env_free(&env);
+	if (fd >= 0)
+		kt_close(fd);
 	return e;
 }
 

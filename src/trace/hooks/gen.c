@@ -90,8 +90,23 @@ static inline unsigned kt_rename_to_class(unsigned flags)
 		return kt_ret;                                                 \
 	}
 
-#define KT_HOOK_OPEN(name, params, args, dirfd, path, flags)                   \
+/* The open forms: the check bound to the file opened (kt_open_bound). */
+#define KT_OPEN_BOUND(name, via, dirfd_, path_, flags_, mode_)                 \
+	struct kt_opener kt_o = { KT_VIA_##via, (void *)real, &kt_direct_##name, \
+				  (dirfd_), (path_), (flags_), (mode_), NULL, 0 }; \
+	kt_enter();                                                            \
+	long kt_r = kt_open_bound(&kt_o, kt_open_access(flags_),               \
+				  kt_open_qflags(flags_), NULL);               \
+	kt_leave();                                                            \
+	if (kt_r < 0) {                                                        \
+		errno = (int)-kt_r;                                            \
+		return -1;                                                     \
+	}                                                                      \
+	return (int)kt_r;
+
+#define KT_HOOK_OPEN(name, via, params, args, dirfd, path, flags)              \
 	static void *_Atomic kt_real_##name;                                   \
+	static _Atomic int kt_direct_##name;                                   \
 	KT_EXPORT int name params                                              \
 	{                                                                      \
 		mode_t mode = 0;                                               \
@@ -109,17 +124,40 @@ static inline unsigned kt_rename_to_class(unsigned flags)
 		}                                                              \
 		if (kt_guard)                                                  \
 			return real args;                                      \
-		kt_enter();                                                    \
-		int kt_err = P(dirfd, path, kt_open_access(flags),             \
-			       kt_open_qflags(flags));                         \
-		if (kt_err) {                                                  \
-			kt_leave();                                            \
-			errno = kt_err;                                        \
+		KT_OPEN_BOUND(name, via, dirfd, path, flags, mode)             \
+	}
+
+#define KT_HOOK_OPEN2(name, via, params, args, dirfd, path, flags)             \
+	static void *_Atomic kt_real_##name;                                   \
+	static _Atomic int kt_direct_##name;                                   \
+	KT_EXPORT int name params                                              \
+	{                                                                      \
+		typedef int (*kt_fn) params;                                   \
+		kt_fn real = (kt_fn)kt_real(&kt_real_##name, #name);           \
+		if (!real) {                                                   \
+			errno = ENOSYS;                                        \
 			return -1;                                             \
 		}                                                              \
-		int kt_ret = real args;                                        \
-		kt_leave();                                                    \
-		return kt_ret;                                                 \
+		if (kt_guard)                                                  \
+			return real args;                                      \
+		KT_OPEN_BOUND(name, via, dirfd, path, flags, 0)                \
+	}
+
+#define KT_HOOK_CREAT(name, open_name)                                         \
+	static void *_Atomic kt_real_##name;                                   \
+	static _Atomic int kt_direct_##name;                                   \
+	KT_EXPORT int name(const char *path, mode_t mode)                      \
+	{                                                                      \
+		typedef int (*kt_fn)(const char *, int, ...);                  \
+		kt_fn real = (kt_fn)kt_real(&kt_real_##name, #open_name);      \
+		int flags = O_CREAT | O_WRONLY | O_TRUNC;                      \
+		if (!real) {                                                   \
+			errno = ENOSYS;                                        \
+			return -1;                                             \
+		}                                                              \
+		if (kt_guard)                                                  \
+			return real(path, flags, mode);                        \
+		KT_OPEN_BOUND(name, OPEN, AT_FDCWD, path, flags, mode)         \
 	}
 
 #include "trace/hooks/hooks.def"

@@ -93,6 +93,17 @@ static long sys_result(long r)
 	return r;
 }
 
+/* syscall(SYS_open/openat/openat2): bound to the file opened (bind.c). */
+static long bound_open(enum kt_open_via via, int dirfd, const char *path, int flags, unsigned mode,
+		       const struct open_how *how, size_t how_size)
+{
+	kt_enter();
+	struct kt_opener o = { via, NULL, NULL, dirfd, path, flags, mode, how, how_size };
+	long r = kt_open_bound(&o, kt_open_access(flags), kt_open_qflags(flags), NULL);
+	kt_leave();
+	return sys_result(r);
+}
+
 KT_EXPORT long syscall(long nr, ...)
 {
 	va_list ap;
@@ -103,28 +114,23 @@ KT_EXPORT long syscall(long nr, ...)
 	int err = -1;
 	switch (nr) {
 	case SYS_open:
-		kt_enter();
-		err = kt_check(AT_FDCWD, (const char *)a, kt_open_access((int)b), kt_open_qflags((int)b), 0);
-		break;
+		return bound_open(KT_VIA_SYSCALL, AT_FDCWD, (const char *)a, (int)b, (unsigned)c, NULL, 0);
 	case SYS_openat:
-		kt_enter();
-		err = kt_check((int)a, (const char *)b, kt_open_access((int)c), kt_open_qflags((int)c), 0);
-		break;
+		return bound_open(KT_VIA_SYSCALL, (int)a, (const char *)b, (int)c, (unsigned)d, NULL, 0);
 	case SYS_openat2: {
-		kt_enter();
 		const struct open_how *how = (const struct open_how *)c;
-		int fl = how ? (int)how->flags : 0;
 		/* RESOLVE_IN_ROOT resolves "/", ".." and absolute symlinks inside
 		 * dirfd: a root the server does not resolve in. Refused with
 		 * ENOSYS, so callers fall back to openat (checked). The other
 		 * resolve flags only make the kernel stricter than the check. */
-		if (how && (how->resolve & RESOLVE_IN_ROOT)) {
-			kt_leave();
+		if (how && (size_t)d >= sizeof(struct open_how) && (how->resolve & RESOLVE_IN_ROOT)) {
 			errno = ENOSYS;
 			return -1;
 		}
-		err = kt_check((int)a, (const char *)b, kt_open_access(fl), kt_open_qflags(fl), 0);
-		break;
+		if (!how || (size_t)d < sizeof(struct open_how)) /* the kernel's EFAULT / EINVAL */
+			return sys_result(kt_sys4(SYS_openat2, a, b, c, d));
+		return bound_open(KT_VIA_SYSCALL2, (int)a, (const char *)b, (int)how->flags, 0, how,
+				  (size_t)d);
 	}
 	case SYS_statx:
 		kt_enter();

@@ -15,6 +15,8 @@
  *   forgets the walk memo. */
 #include "trace/service/sandbox.h"
 
+#include "ipc/proto.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -42,11 +44,13 @@ struct memo_entry {
 
 enum walk_outcome { WALK_FAILED, WALK_HIDDEN, WALK_DONE };
 
-/* What a walk found, apart from d->node, d->pkg and d->exists. */
+/* What a walk found, apart from d->node, d->pkg, d->exists and the
+ * identities in d. */
 struct walk {
 	enum vis vis;  /* WALK_HIDDEN: why; WALK_DONE: visibility of the final node */
 	bool is_link, is_dir;
 	bool stable;   /* every node visited lies in a managed tree */
+	bool links;    /* a symlink was followed */
 };
 
 struct walk_entry {
@@ -110,6 +114,9 @@ void sandbox_init(struct sandbox *s, const struct policy *compiled, struct sbx_o
 	if (!s->stable_rule)
 		s->memo_walks = false;
 	s->walk_hits = s->walk_flushes = 0;
+	struct stat st;
+	s->root_id = stat("/", &st) == 0 ? (struct sbx_id){ st.st_dev, st.st_ino } : (struct sbx_id){ 0 };
+	s->proc_dev = stat("/proc", &st) == 0 ? st.st_dev : 0;
 }
 
 void sandbox_free(struct sandbox *s)
@@ -217,6 +224,22 @@ static bool proc_link_elsewhere(const char *p)
 	       theirs.st_ino != ours.st_ino || theirs.st_dev != ours.st_dev;
 }
 
+/* The walk ends on a magic link of /proc (a file the process holds, a
+ * namespace): what an open reaches is the object it stands for, whose
+ * identity stat() gives (the server may read the asker's /proc/PID: same
+ * user). */
+static void magic_end(struct sbx_decision *d, struct walk *w, const char *node)
+{
+	struct stat held;
+	d->exists = true;
+	w->is_link = true;
+	if (stat(node, &held) == 0) {
+		d->id_flags |= KILN_ID_FILE;
+		d->dev = held.st_dev;
+		d->ino = held.st_ino;
+	}
+}
+
 /* Appends the rest of a path lexically (for a path that does not exist):
  * "." dropped, ".." pops. Returns the new length or -1 if too long. */
 static long append_lexical(char *cur, size_t clen, const char *rest)
@@ -277,8 +300,10 @@ static enum walk_outcome walk(struct sandbox *s, pid_t pid, const char *path, bo
 {
 	char *cur = d->node; /* canonical prefix resolved so far; "" is the root */
 	size_t clen = 0;
+	size_t depth = 0;    /* components in cur; s->ids[depth] is cur's identity */
 	char pkg[SBX_PKG_MAX];
 	int links = 0;
+	s->ids[0] = s->root_id;
 
 	*w = (struct walk){ .vis = VIS_VISIBLE, .stable = true };
 	size_t plen = strlen(path);
@@ -290,6 +315,11 @@ static enum walk_outcome walk(struct sandbox *s, pid_t pid, const char *path, bo
 			tpos++;
 		if (!s->todo[tpos]) {
 			d->exists = true;
+			d->id_flags |= KILN_ID_FILE;
+			d->dev = s->ids[depth].dev;
+			d->ino = s->ids[depth].ino;
+			if (d->dev == s->proc_dev)
+				d->id_flags |= KILN_ID_DEV_ONLY;
 			break;
 		}
 		const char *comp = s->todo + tpos;
@@ -308,6 +338,8 @@ static enum walk_outcome walk(struct sandbox *s, pid_t pid, const char *path, bo
 			if (clen)
 				clen--;
 			cur[clen] = '\0';
+			if (depth)
+				depth--;
 			continue;
 		}
 		char pidbuf[24];
@@ -319,10 +351,11 @@ static enum walk_outcome walk(struct sandbox *s, pid_t pid, const char *path, bo
 			w->stable = false;
 		}
 		size_t before = clen;
-		if (clen + 1 + n + 1 > SBX_BUF) {
+		if (clen + 1 + n + 1 > SBX_BUF || depth + 1 >= sizeof s->ids / sizeof s->ids[0]) {
 			fail(d, path);
 			return WALK_FAILED;
 		}
+		depth++;
 		cur[clen++] = '/';
 		memmove(cur + clen, comp, n);
 		clen += n;
@@ -343,7 +376,13 @@ static enum walk_outcome walk(struct sandbox *s, pid_t pid, const char *path, bo
 				return WALK_FAILED;
 			}
 			/* Does not exist: the kernel fails the call itself; the
-			 * rest only matters for the write check. */
+			 * rest only matters for the write check. A last name may
+			 * be created: in the directory this walk saw. */
+			if (last && errno == ENOENT) {
+				d->id_flags |= KILN_ID_DIR;
+				d->dir_dev = s->ids[depth - 1].dev;
+				d->dir_ino = s->ids[depth - 1].ino;
+			}
 			long l = append_lexical(cur, clen, s->todo + tpos);
 			if (l < 0) {
 				fail(d, path);
@@ -352,6 +391,7 @@ static enum walk_outcome walk(struct sandbox *s, pid_t pid, const char *path, bo
 			clen = (size_t)l;
 			break;
 		}
+		s->ids[depth] = (struct sbx_id){ st.st_dev, st.st_ino };
 		enum vis v = visibility(s, rule, cur, clen, pkg);
 		if (v == VIS_FAILED) {
 			fail(d, cur);
@@ -364,9 +404,8 @@ static enum walk_outcome walk(struct sandbox *s, pid_t pid, const char *path, bo
 		}
 		if (S_ISLNK(st.st_mode) && (!last || follow_last)) {
 			if (last && is_fd_magic_link(cur)) {
-				d->exists = true;
-				w->is_link = true;
-				break;
+				magic_end(d, w, cur);
+				return WALK_DONE;
 			}
 			if (proc_link_elsewhere(cur)) {
 				fail(d, path);
@@ -374,10 +413,20 @@ static enum walk_outcome walk(struct sandbox *s, pid_t pid, const char *path, bo
 			}
 			if (++links > MAX_LINKS)
 				break; /* ELOOP for the kernel too */
+			w->links = true;
 			ssize_t tl = readlink(cur, s->tmp, SBX_BUF - 1);
 			if (tl <= 0) {
 				fail(d, path); /* changed under us: fail closed */
 				return WALK_FAILED;
+			}
+			const char *pid_end;
+			if (s->tmp[0] != '/' && after_proc_pid(cur, &pid_end)) {
+				/* A magic link to no path (ns/mnt -> "mnt:[4026531841]",
+				 * a socket held open): the kernel opens the object. */
+				if (!last)
+					break; /* ENOTDIR for the kernel */
+				magic_end(d, w, cur);
+				return WALK_DONE;
 			}
 			size_t rest = strlen(s->todo + tpos);
 			if ((size_t)tl + 1 + rest + 1 > SBX_BUF) {
@@ -389,6 +438,7 @@ static enum walk_outcome walk(struct sandbox *s, pid_t pid, const char *path, bo
 			memcpy(s->todo, s->tmp, (size_t)tl + 1 + rest + 1);
 			tpos = 0;
 			clen = s->todo[0] == '/' ? 0 : before;
+			depth = s->todo[0] == '/' ? 0 : depth - 1;
 			cur[clen] = '\0';
 			continue;
 		}
@@ -476,6 +526,9 @@ void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned acc
 	d->exists = false;
 	d->unknown = false;
 	d->stable = false;
+	d->links = false;
+	d->id_flags = 0;
+	d->dev = d->ino = d->dir_dev = d->dir_ino = 0;
 	d->pkg[0] = '\0';
 	d->node[0] = '\0';
 
@@ -509,6 +562,7 @@ void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned acc
 			walk_remember(s, klen, o, &w, d);
 	}
 	d->stable = w.stable;
+	d->links = w.links;
 	if (o == WALK_HIDDEN)
 		goto hidden;
 

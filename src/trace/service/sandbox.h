@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "trace/service/pathtab.h"
@@ -47,6 +48,13 @@ struct sbx_decision {
 	bool unknown;              /* allowed, but unknown to the registry in an ask-tree */
 	bool stable;               /* the walk only visited registry-managed trees: the
 				    * decision holds for the whole run (verdict cache) */
+	bool links;                /* the walk followed a symlink */
+	/* Identities (from the walk's own lstat calls) that bind the answer to
+	 * what the client's call reaches (enum kiln_id_flags): the final node,
+	 * and the directory its last name is in. Not set for a walk recalled
+	 * from the memo (stable: nothing to bind). */
+	unsigned id_flags;
+	uint64_t dev, ino, dir_dev, dir_ino;
 	char node[SBX_BUF];        /* hidden node, else the final (canonical) path */
 	char pkg[SBX_PKG_MAX];     /* owning package for SBX_HIDDEN_PKG */
 };
@@ -63,6 +71,10 @@ struct sandbox {
 	struct pathtab walks;
 	unsigned char *stable_rule; /* per compiled rule: inside a managed tree */
 	unsigned long walk_hits, walk_flushes;
+	/* Identity of each node of the walk's current prefix, by depth
+	 * (ids[0]: the root), and of /proc's file system. */
+	struct sbx_id { uint64_t dev, ino; } ids[SBX_BUF / 2 + 1], root_id;
+	uint64_t proc_dev;
 	char todo[SBX_BUF], tmp[SBX_BUF], key[SBX_BUF + 2];
 };
 

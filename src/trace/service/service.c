@@ -56,6 +56,26 @@ static pid_t client_pid(const struct trace_service *ts, int client)
 	return client >= 0 && (size_t)client < ts->log.nclients ? ts->log.clients[client].pid : 0;
 }
 
+/* How an ALLOW binds to the file the client then opens (docs/protocol.md):
+ * not at all when the walk stayed in managed trees; by RESOLVE_NO_SYMLINKS
+ * when the area rule gives the same answer and the walk followed no symlink;
+ * else by the identities the walk saw. */
+static void bind_answer(const struct trace_service *ts, unsigned access, struct kiln_verdict_msg *v)
+{
+	const struct sbx_decision *d = &ts->dec;
+	if (d->verdict != KILN_V_ALLOW || d->stable)
+		return;
+	v->bind = verdict_cache_area_verdict(ts->sbx.policy, ts->path, access) == KILN_V_ALLOW &&
+			  !d->links
+		  ? KILN_BIND_NO_SYMLINKS
+		  : KILN_BIND_IDENT;
+	v->id_flags = (uint16_t)d->id_flags;
+	v->dev = d->dev;
+	v->ino = d->ino;
+	v->dir_dev = d->dir_dev;
+	v->dir_ino = d->dir_ino;
+}
+
 static int on_query(struct trace_service *ts, int client, int fd, const char *payload, size_t len)
 {
 	struct kiln_query q;
@@ -68,6 +88,8 @@ static int on_query(struct trace_service *ts, int client, int fd, const char *pa
 	sandbox_decide(&ts->sbx, client_pid(ts, client), ts->path, q.access, q.qflags, &ts->dec);
 	tracelog_query(&ts->log, client, ts->path, q.access, &ts->dec);
 	struct kiln_verdict_msg v = { .verdict = ts->report_only ? KILN_V_ALLOW : ts->dec.verdict };
+	if (!ts->report_only)
+		bind_answer(ts, q.access, &v);
 	if (v.verdict == KILN_V_ALLOW)
 		sandbox_write_passed(&ts->sbx, ts->path, q.access, &ts->dec);
 	/* Before the answer: the asker's next identical question is a hit. */
