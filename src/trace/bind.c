@@ -28,8 +28,10 @@
  * identity, one round trip). */
 #include <errno.h>
 #include <fcntl.h>
+#include <elf.h>
 #include <link.h>
 #include <linux/openat2.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -86,41 +88,53 @@ static long call(const struct kt_opener *o, int flags)
 
 /* ---- is the real function libc's own? ------------------------------------- */
 
-struct find_obj {
-	const void *addr;
-	int in_libc;
-};
+/* The loaded extent of libc, from its link map and the program headers its
+ * mapping begins with (read once, without the loader's lock: libc is never
+ * unloaded, and its entry is in the list from the start). */
+static _Atomic uintptr_t libc_lo, libc_hi;
 
-static int find_cb(struct dl_phdr_info *info, size_t size, void *data)
+static void find_libc(void)
 {
-	(void)size;
-	struct find_obj *f = data;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-		if (ph->p_type != PT_LOAD || (uintptr_t)f->addr < lo ||
-		    (uintptr_t)f->addr >= lo + ph->p_memsz)
+	for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
+		size_t n = l->l_name ? strlen(l->l_name) : 0;
+		if (n < 10 || strcmp(l->l_name + n - 10, "/libc.so.6"))
 			continue;
-		size_t l = strlen(info->dlpi_name);
-		f->in_libc = l >= 10 && !strcmp(info->dlpi_name + l - 10, "/libc.so.6");
-		return 1;
+		const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)l->l_addr;
+		if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_phentsize != sizeof(ElfW(Phdr)))
+			return;
+		const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(l->l_addr + eh->e_phoff);
+		uintptr_t lo = UINTPTR_MAX, hi = 0;
+		for (int i = 0; i < eh->e_phnum; i++) {
+			if (ph[i].p_type != PT_LOAD)
+				continue;
+			uintptr_t a = l->l_addr + ph[i].p_vaddr;
+			if (a < lo)
+				lo = a;
+			if (a + ph[i].p_memsz > hi)
+				hi = a + ph[i].p_memsz;
+		}
+		atomic_store_explicit(&libc_lo, lo, memory_order_relaxed);
+		atomic_store_explicit(&libc_hi, hi, memory_order_release);
+		return;
 	}
-	return 0;
 }
 
 /* Whether a raw openat2 may stand in for the real call: it is libc's own
- * (looked up once per real function), or the program used syscall(). */
+ * (no preload library stacked after kiln's wraps it), or the program used
+ * syscall(). */
 static int direct(const struct kt_opener *o)
 {
 	if (o->via == KT_VIA_SYSCALL || o->via == KT_VIA_SYSCALL2)
 		return 1;
 	int d = o->direct ? atomic_load_explicit(o->direct, memory_order_relaxed) : 2;
 	if (d == 0) {
-		struct find_obj f = { o->real, 0 };
-		kt_guard++;
-		dl_iterate_phdr(find_cb, &f);
-		kt_guard--;
-		d = f.in_libc ? 1 : 2;
+		if (!atomic_load_explicit(&libc_hi, memory_order_acquire))
+			find_libc();
+		uintptr_t a = (uintptr_t)o->real;
+		d = a >= atomic_load_explicit(&libc_lo, memory_order_relaxed) &&
+				    a < atomic_load_explicit(&libc_hi, memory_order_acquire)
+			? 1
+			: 2;
 		atomic_store_explicit(o->direct, d, memory_order_relaxed);
 	}
 	return d == 1;

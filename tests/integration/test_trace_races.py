@@ -13,6 +13,7 @@ swapped name and creations through a blinking symlink. As root and as
 nobody."""
 import os
 import shutil
+import subprocess
 
 import pytest
 
@@ -150,3 +151,40 @@ def test_bound_exec_runs_the_checked_file_under_its_own_name(arena):
     got = dict(line.split(" ", 1) for line in r.stdout.splitlines())
     assert got["spawn"] == got["exec"] == f"comm=vis-prog exe={prog}", got
     assert got["shell"] == "mysh 0", got
+
+
+INTERPOSER = r'''
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <string.h>
+#include <unistd.h>
+int open(const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	int mode = va_arg(ap, int);
+	va_end(ap);
+	if (strstr(path, "vis.txt"))
+		write(2, "interposer saw vis.txt\n", 23);
+	int (*real)(const char *, int, ...) = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
+	return real(path, flags, mode);
+}
+'''
+
+
+def test_a_preload_library_stacked_after_kiln_still_sees_opens(arena, tmp_path):
+    """kiln's bound open uses a raw openat2 only when the real open is
+    libc's; a library preloaded after kiln's that wraps open keeps seeing
+    every open, in the build directory too."""
+    src = tmp_path / "interposer.c"
+    src.write_text(INTERPOSER)
+    lib = os.path.join(arena.top, "libinterposer.so")
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", lib, str(src), "-ldl"], check=True)
+    os.chmod(lib, 0o755)
+    r = arena.run(command=["sh", "-c", f"LD_PRELOAD={lib} ./racer read 0.2 vis.txt visible foo.h"])
+    assert r.returncode == 0, r.stderr[-2000:]
+    c = counts(r.stdout.strip())
+    assert c["visible"] > 10 and c["hidden"] == 0, c
+    assert r.stderr.count("interposer saw vis.txt") == c["visible"], (c, r.stderr[-500:])
