@@ -69,6 +69,7 @@ LIBKILN       := $(BUILD)/libkiln.a
 LIBTRACECORE  := $(BUILD)/libkiln-trace-core.a
 KILN          := $(BUILD)/kiln
 PRELOAD       := $(BUILD)/libkiln-trace.so
+AUDIT         := $(BUILD)/libkiln-audit.so
 
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRC))
@@ -84,7 +85,7 @@ BENCH_STANDALONE := $(BUILD)/bench/trace_micro $(BUILD)/bench/calibrate
 .PHONY: all deps check unit integration demo bench install clean
 .DEFAULT_GOAL := all
 
-all: $(KILN) $(PRELOAD)
+all: $(KILN) $(PRELOAD) $(AUDIT)
 
 # Installs missing Debian packages as root, names them otherwise.
 deps: $(BUILD)/.deps-ok
@@ -124,6 +125,15 @@ $(PRELOAD_MAP): src/trace/hooks/exports.sh src/trace/hooks/hooks.def $(wildcard 
 	sh src/trace/hooks/exports.sh "$(CC)" src/trace/hooks > $@.tmp && mv $@.tmp $@
 $(PRELOAD): $(call objnosan,$(TRACE_SRC) $(SHM_SRC) $(IPC_SRC)) $(PRELOAD_MAP)
 	$(CC) -shared -Wl,-z,defs -Wl,-z,now -Wl,--version-script=$(PRELOAD_MAP) $(LDFLAGS) \
+	    -o $@ $(filter %.o,$^) -ldl -lpthread
+
+# The audit library (LD_AUDIT) for processes that reached for a hidden
+# library (src/trace/hooks/loader.c): kiln's client without the hooks,
+# exporting la_version and la_objsearch only. It gets its own libc in the
+# audit namespace; only such processes pay for it.
+AUDIT_SRC := $(wildcard src/trace/audit/*.c src/trace/*.c)
+$(AUDIT): $(call objnosan,$(AUDIT_SRC) $(SHM_SRC) $(IPC_SRC)) src/trace/audit/audit.map
+	$(CC) -shared -Wl,-z,defs -Wl,-z,now -Wl,--version-script=src/trace/audit/audit.map $(LDFLAGS) \
 	    -o $@ $(filter %.o,$^) -ldl -lpthread
 
 $(BUILD)/tests/unit/%: tests/unit/%.c $(call obj,$(UNIT_SUPPORT)) $(LIBTRACECORE) $(LIBKILN)
@@ -176,6 +186,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/kiln
 	install -m 0755 $(KILN) $(DESTDIR)$(PREFIX)/bin/kiln
 	install -m 0644 $(PRELOAD) $(DESTDIR)$(PREFIX)/lib/kiln/libkiln-trace.so
+	install -m 0644 $(AUDIT) $(DESTDIR)$(PREFIX)/lib/kiln/libkiln-audit.so
 
 clean:
 	rm -rf build

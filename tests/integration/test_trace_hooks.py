@@ -227,7 +227,8 @@ def test_null_and_empty_paths_are_the_kernels(tree):
         ("stat-empty", -1, "ENOENT"), ("open-empty", -1, "ENOENT"),
         ("mkdir-empty", -1, "ENOENT"), ("fstatat-empty-noflag", -1, "ENOENT"),
         ("readlink-null", -1, "EFAULT")]
-    assert srv.queries() == []  # nothing to ask about
+    # nothing to ask about (but the libraries the loader loaded: hooks/loader.c)
+    assert [q for q in srv.queries() if ".so" not in q[2]] == []
 
 
 def test_uninitialised_fails_closed(tmp_path):

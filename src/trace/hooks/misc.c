@@ -43,6 +43,9 @@ KT_EXPORT void *dlopen(const char *file, int flags)
 {
 	typedef void *(*fn)(const char *, int);
 	fn real = REAL(dlopen, fn);
+	/* Resolved now: dlsym, which resolving it later would call, clears the
+	 * error the real dlopen is about to leave for dlerror. */
+	REAL(dlerror, char *(*)(void));
 	if (!file || kt_guard)
 		return real(file, flags);
 	kt_enter();

@@ -1,0 +1,162 @@
+/* The dynamic loader's own library searches (issue 9, class 6;
+ * docs/threat-model.md, "The loader").
+ *
+ * ld.so opens the libraries a program needs (DT_NEEDED, LD_PRELOAD, found
+ * through RPATH, LD_LIBRARY_PATH, ld.so.cache) with internal calls no hook
+ * sees. Checking each search with an LD_AUDIT library would cost every
+ * process the loading of one more object and a map of its own; instead this
+ * constructor looks at what the loader loaded (the link map, read without a
+ * lock: nothing else runs yet) and asks about each file. All visible, the
+ * usual case: nothing else happens (a lookup per library in the shared
+ * cache). One hidden or refused: the process runs itself again (execve of
+ * /proc/self/exe, same arguments and environment) with kiln's audit library
+ * (libkiln-audit.so, src/trace/audit/), whose la_objsearch makes the loader
+ * skip hidden candidates exactly as if they were absent: a search goes on to
+ * a visible copy further down the path, a missing DT_NEEDED fails with
+ * ld.so's own message and status 127, a hidden LD_PRELOAD entry is "ignored"
+ * as ld.so says. What that costs (a second start, the audit library and its
+ * own libc) is paid only by processes that reached for a hidden library.
+ *
+ * Not undone: constructors of the libraries initialised before this one (a
+ * hidden library's included) have run once in the first start. If the
+ * audited start still has a hidden library (the audit library could not be
+ * loaded), the process ends here with status 127 and ld.so's message. */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/prctl.h>
+
+#include "trace/kt.h"
+#include "trace/rawsys.h"
+
+extern char **environ;
+extern ElfW(Dyn) _DYNAMIC[] __attribute__((visibility("hidden")));
+
+#define AUDIT_NAME "libkiln-audit.so"
+
+/* The audit library: next to kiln's preload library. */
+static int audit_path(char *out, size_t cap)
+{
+	const char *pre = kt_env(KILN_ENV_PRELOAD);
+	const char *slash = pre ? strrchr(pre, '/') : NULL;
+	if (!slash || (size_t)(slash - pre) + 1 + sizeof AUDIT_NAME > cap)
+		return -1;
+	size_t dl = (size_t)(slash - pre) + 1;
+	memcpy(out, pre, dl);
+	memcpy(out + dl, AUDIT_NAME, sizeof AUDIT_NAME);
+	return 0;
+}
+
+/* Whether LD_AUDIT (as this process started) names kiln's audit library. */
+static int audited(const char *audit)
+{
+	size_t al = strlen(audit);
+	for (char **e = environ; e && *e; e++) {
+		if (strncmp(*e, "LD_AUDIT=", 9))
+			continue;
+		for (const char *p = *e + 9; *p;) {
+			size_t n = strcspn(p, ":");
+			if (n == al && !memcmp(p, audit, al))
+				return 1;
+			p += n + (p[n] == ':');
+		}
+	}
+	return 0;
+}
+
+static void put(char *buf, size_t *at, size_t cap, const char *s)
+{
+	while (*s && *at + 1 < cap)
+		buf[(*at)++] = *s++;
+}
+
+/* ld.so's words for a library it cannot load, and its status. */
+static void fail_as_loader(const char *prog, const char *lib, int err)
+{
+	char msg[KT_PATH_BUF + 256];
+	size_t n = 0;
+	const char *base = strrchr(lib, '/');
+	put(msg, &n, sizeof msg, prog && *prog ? prog : "<program name unknown>");
+	put(msg, &n, sizeof msg, ": error while loading shared libraries: ");
+	put(msg, &n, sizeof msg, base ? base + 1 : lib);
+	put(msg, &n, sizeof msg, err == EACCES ? ": cannot open shared object file: Permission denied\n"
+		 : err == ENOENT ? ": cannot open shared object file: No such file or directory\n"
+				 : ": cannot open shared object file: Input/output error\n");
+	kt_write(2, msg, n);
+	kt_sys1(SYS_exit_group, 127);
+}
+
+/* Runs this process again under the audit library. Returns only if that
+ * cannot be done. */
+static void restart_audited(char **argv, const char *audit)
+{
+	size_t n = 0;
+	for (char **e = environ; e && *e; e++)
+		n++;
+	if (n > 4096)
+		return;
+	char *env[n + 3];
+	char aud[KT_PATH_BUF + 16], name[sizeof KILN_ENV_EXEC_NAME + 17];
+	size_t k = 0, at = 0;
+	put(aud, &at, sizeof aud, "LD_AUDIT=");
+	put(aud, &at, sizeof aud, audit);
+	for (char **e = environ; e && *e; e++) {
+		if (!strncmp(*e, "LD_AUDIT=", 9) && (*e)[9]) { /* theirs after ours */
+			put(aud, &at, sizeof aud, ":");
+			put(aud, &at, sizeof aud, *e + 9);
+		} else if (strncmp(*e, KILN_ENV_EXEC_NAME "=", sizeof KILN_ENV_EXEC_NAME)) {
+			env[k++] = *e;
+		}
+	}
+	aud[at] = '\0';
+	env[k++] = aud;
+	/* /proc/self/exe would name the process "exe": keep its name */
+	char comm[17] = { 0 };
+	if (kt_sys2(SYS_prctl, PR_GET_NAME, comm) == 0) {
+		size_t m = 0;
+		put(name, &m, sizeof name, KILN_ENV_EXEC_NAME "=");
+		put(name, &m, sizeof name, comm);
+		name[m] = '\0';
+		env[k++] = name;
+	}
+	env[k] = NULL;
+	kt_sys3(SYS_execve, "/proc/self/exe", argv, env);
+}
+
+static void check_loaded(char **argv)
+{
+	uintptr_t interp = (uintptr_t)getauxval(AT_BASE);
+	for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
+		/* the program (""), the vDSO (no slash), ld.so, kiln itself */
+		if (!l->l_name || !strchr(l->l_name, '/') || l->l_addr == interp || l->l_ld == _DYNAMIC)
+			continue;
+		char abs[KT_PATH_BUF];
+		if (kt_path_at(AT_FDCWD, l->l_name, abs) < 0)
+			continue; /* the loader opened it: it is there, or past PATH_MAX */
+		int v = kiln_ask(abs, KILN_A_READ, 0);
+		if (v == KILN_V_ERROR)
+			return; /* no server: every file access fails (EIO) and says so */
+		int e = kt_verdict_errno(v, KILN_A_READ);
+		if (!e)
+			continue;
+		char audit[KT_PATH_BUF];
+		if (audit_path(audit, sizeof audit) == 0 && !audited(audit) && argv)
+			restart_audited(argv, audit);
+		fail_as_loader(argv ? argv[0] : NULL, l->l_name, e);
+	}
+}
+
+__attribute__((constructor)) static void kt_check_loaded(int argc, char **argv, char **envp)
+{
+	(void)argc;
+	(void)envp;
+	kt_init();
+	if (!kt_env(KILN_ENV_SOCKET))
+		return; /* not under kiln trace */
+	kt_enter();
+	check_loaded(argv);
+	kt_leave();
+}
