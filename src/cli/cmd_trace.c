@@ -362,8 +362,8 @@ fail:
 }
 
 static void exec_command(const struct opts *o, const char *preload, const char *sock,
-			 const char *rundir, const char *cache, bool own_tty, pid_t kiln,
-			 bool allow_ns)
+			 const char *rundir, const char *cache, const char *trusted, bool own_tty,
+			 pid_t kiln, bool allow_ns)
 {
 	setpgid(0, 0);
 	/* If kiln dies, so does the build's first process at once (the server
@@ -386,7 +386,8 @@ static void exec_command(const struct opts *o, const char *preload, const char *
 	if (setenv("LD_PRELOAD", ld, 1) < 0 || setenv(KILN_ENV_SOCKET, sock, 1) < 0 ||
 	    setenv(KILN_ENV_PRELOAD, preload, 1) < 0 || setenv(KILN_ENV_RUNDIR, rundir, 1) < 0 ||
 	    (cache ? setenv(KILN_ENV_CACHE, cache, 1) : unsetenv(KILN_ENV_CACHE)) < 0 ||
-	    setenv(KILN_ENV_NAMESPACES, allow_ns ? "allow" : "refuse", 1) < 0)
+	    setenv(KILN_ENV_NAMESPACES, allow_ns ? "allow" : "refuse", 1) < 0 ||
+	    setenv(KILN_ENV_TRUSTED, trusted, 1) < 0)
 		_exit(EXIT_KILN);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
@@ -557,7 +558,7 @@ static int run_trace(struct opts *op)
 	}
 	if (cmd == 0)
 		exec_command(&o, preload, sock, rundir, o.no_cache || o.report_only ? NULL : cache,
-			     own_tty, kiln, policy.allow_namespaces);
+			     msg + 1, own_tty, kiln, policy.allow_namespaces);
 	setpgid(cmd, cmd);
 	build_pgid = cmd;
 	char pgnote[32];

@@ -154,3 +154,19 @@ def test_kiln_libraries_are_never_hidden(libs):
     assert out[:2] == [f"./prog: error while loading shared libraries: libhid.so.1: cannot open "
                        f"shared object file: No such file or directory", "rc=127"], (out, r.stderr)
     assert "cat=1" in out, out   # the preload library still works: foo.h hidden
+
+
+def test_trusted_libraries_are_kilns_visible_ones_and_cannot_be_forged(libs):
+    """The server lists the libraries kiln runs with that the build may read
+    for the whole run (no process needs to ask about them); a build setting
+    the variable itself changes nothing."""
+    hidlib = os.path.join(libs.hid, "libhid.so.1")
+    out, err = traced(libs, f'echo "$KILN_TRUSTED_LIBS"; '
+                            f'KILN_TRUSTED_LIBS={hidlib} LD_LIBRARY_PATH={libs.hid} ./prog 2>&1; '
+                            f'echo "rc=$?"')
+    lines = out.splitlines()
+    listed = lines[0].split(":")
+    assert any(p.endswith("/libc.so.6") for p in listed), listed
+    assert hidlib not in listed
+    assert lines[1:] == ["./prog: error while loading shared libraries: libhid.so.1: cannot open "
+                         "shared object file: No such file or directory", "rc=127"], (lines, err)

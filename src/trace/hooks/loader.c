@@ -26,7 +26,6 @@
 #include <fcntl.h>
 #include <link.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/prctl.h>
 
 #include "trace/kt.h"
@@ -126,12 +125,28 @@ static void restart_audited(char **argv, const char *audit)
 	kt_sys3(SYS_execve, "/proc/self/exe", argv, env);
 }
 
+/* Whether path is one of the libraries kiln's server found visible for the
+ * whole run (KILN_TRUSTED_LIBS: those kiln itself runs with). */
+static int trusted(const char *path, const char *list)
+{
+	size_t pl = strlen(path);
+	for (const char *p = list; p && *p;) {
+		size_t n = strcspn(p, ":");
+		if (n == pl && !memcmp(p, path, n))
+			return 1;
+		p += n + (p[n] == ':');
+	}
+	return 0;
+}
+
 static void check_loaded(char **argv)
 {
-	uintptr_t interp = (uintptr_t)getauxval(AT_BASE);
+	const char *ok = kt_env(KILN_ENV_TRUSTED);
 	for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
-		/* the program (""), the vDSO (no slash), ld.so, kiln itself */
-		if (!l->l_name || !strchr(l->l_name, '/') || l->l_addr == interp || l->l_ld == _DYNAMIC)
+		/* the program (""), the vDSO (no slash), kiln itself, and what
+		 * the server said may be skipped */
+		if (!l->l_name || !strchr(l->l_name, '/') || l->l_ld == _DYNAMIC ||
+		    trusted(l->l_name, ok))
 			continue;
 		char abs[KT_PATH_BUF];
 		if (kt_path_at(AT_FDCWD, l->l_name, abs) < 0)

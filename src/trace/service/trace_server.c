@@ -1,4 +1,5 @@
 #include "trace/service/trace_server.h"
+#include "trace/service/trusted.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,10 +17,11 @@
 #include "trace/service/rundir.h"
 #include "trace/service/service.h"
 
-static void say_ready(int fd, const char *err)
+/* "E" and why, or "R" and the trusted libraries (trusted.h). */
+static void say_ready(int fd, const char *err, const char *trusted)
 {
 	char buf[1200];
-	int n = err ? snprintf(buf, sizeof buf, "E%s", err) : snprintf(buf, sizeof buf, "R");
+	int n = err ? snprintf(buf, sizeof buf, "E%s", err) : snprintf(buf, sizeof buf, "R%s", trusted);
 	if (write(fd, buf, (size_t)n) < 0) {
 		/* kiln is gone; the lifeline will tell the loop */
 	}
@@ -81,7 +83,9 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	}
 	if ((listen_fd = kiln_server_listen(cfg->socket, err, sizeof err)) < 0)
 		goto fail;
-	say_ready(ready_fd, NULL);
+	char trusted[1100];
+	trusted_libs(&ts->sbx, trusted, sizeof trusted);
+	say_ready(ready_fd, NULL, trusted);
 	ready_fd = -1;
 
 	struct kiln_service hooks = trace_service_hooks(ts);
@@ -150,7 +154,7 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 		fprintf(stderr, "kiln trace: server: %s\n", err);
 	goto out;
 fail:
-	say_ready(ready_fd, err);
+	say_ready(ready_fd, err, NULL);
 	ready_fd = -1;
 out:
 	if (ts && ts->vc)
