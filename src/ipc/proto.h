@@ -23,6 +23,8 @@
 #define KILN_ENV_RUNDIR  "KILN_RUN_DIR" /* the private run directory */
 #define KILN_ENV_TRUSTED "KILN_TRUSTED_LIBS" /* libraries visible for the whole run,
 						colon-separated: the loader check skips them */
+#define KILN_ENV_EXEC_EXPECT "KILN_EXEC_EXPECT" /* "dev:ino" (hex) of the program a
+						 script exec must end up running */
 #define KILN_ENV_EXEC_NAME "KILN_EXEC_NAME" /* the process name (comm) of a program
 					     kiln ran by fd; set for that program only */
 #define KILN_ENV_NAMESPACES "KILN_NAMESPACES" /* "allow", else chroot, mount,

@@ -100,42 +100,46 @@ static long open_target(const char *abs, unsigned qf, int *bound, int *readable)
 	return fd;
 }
 
+/* What the new program must turn out to be, when the kernel resolves paths
+ * that could change after the check: a #! script (or interpreter) outside
+ * the managed trees runs by path (the kernel hands the interpreter the
+ * path, which a script's $0 shows: it cannot be run by fd). The program the
+ * kernel finally runs is then checked by kiln's constructor in it against
+ * the identity of the ELF file checked here (KILN_EXEC_EXPECT). */
+struct expect {
+	int set;
+	unsigned long long dev, ino;
+};
+
 /* Checks an exec target given as an absolute clean path (abs is used as
  * scratch), then its #! interpreters. Returns 0 or the errno the exec must
  * fail with. When the target is an ELF file whose answer must be bound,
  * *bound_fd gets an fd of the very file checked (close-on-exec), for the
  * caller to run that file (execveat AT_EMPTY_PATH); else -1 and the caller
- * runs the path. A #! script is run by path (the kernel hands the
- * interpreter the path, which a script's $0 shows; docs/threat-model.md). */
-static int check_exec_abs(char *abs, unsigned qf, int *bound_fd)
+ * runs the path, with *ex set when what it runs must be verified. */
+static int check_exec_abs(char *abs, unsigned qf, int *bound_fd, struct expect *ex)
 {
-	int n;
+	int n, any_bound = 0;
 	*bound_fd = -1;
+	ex->set = 0;
 	for (int depth = 0; depth < 5; depth++) {
 		int bound, readable;
-		long fd;
-		if (depth == 0) {
-			fd = open_target(abs, qf, &bound, &readable);
-			if (fd < 0)
-				return bound || fd == -ENOENT || fd == -EIO ? (int)-fd : 0;
-		} else {
-			int e = kt_verdict_errno(kiln_ask(abs, KILN_A_EXEC, qf), KILN_A_EXEC);
-			if (e)
-				return e;
-			bound = 0;
-			readable = 1;
-			fd = kt_sys4(SYS_openat, AT_FDCWD, abs, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0);
-			if (fd < 0)
-				return 0; /* unreadable or missing: the kernel decides */
-		}
+		long fd = open_target(abs, qf, &bound, &readable);
+		if (fd < 0)
+			return bound || fd == -ENOENT || fd == -EIO ? (int)-fd : 0;
+		any_bound |= bound;
 		char interp[KT_PATH_BUF];
 		interp[0] = '\0';
 		if (readable)
 			inspect((int)fd, abs, interp, sizeof interp);
-		if (!interp[0] && bound) {
+		if (!interp[0] && bound && depth == 0) {
 			*bound_fd = (int)fd;
 			return 0;
 		}
+		struct stat st;
+		if (!interp[0] && any_bound && kt_sys2(SYS_fstat, fd, &st) == 0)
+			*ex = (struct expect){ 1, (unsigned long long)st.st_dev,
+					       (unsigned long long)st.st_ino };
 		kt_close((int)fd);
 		if (!interp[0])
 			return 0;
@@ -151,10 +155,11 @@ static int check_exec_abs(char *abs, unsigned qf, int *bound_fd)
  * interpreters. Returns 0 or the errno the exec must fail with; *bound_fd
  * as for check_exec_abs (never for an fd the caller gave: that is the file
  * already). */
-static int check_exec(int dirfd, const char *path, int atflags, int *bound_fd)
+static int check_exec(int dirfd, const char *path, int atflags, int *bound_fd, struct expect *ex)
 {
 	char abs[KT_PATH_BUF];
 	*bound_fd = -1;
+	ex->set = 0;
 	if (!path)
 		return 0;
 	int n;
@@ -167,7 +172,7 @@ static int check_exec(int dirfd, const char *path, int atflags, int *bound_fd)
 		n = kt_path_at(dirfd, path, abs);
 	if (n < 0)
 		return -n;
-	int e = check_exec_abs(abs, (atflags & AT_SYMLINK_NOFOLLOW) ? KILN_Q_NOFOLLOW : 0, bound_fd);
+	int e = check_exec_abs(abs, (atflags & AT_SYMLINK_NOFOLLOW) ? KILN_Q_NOFOLLOW : 0, bound_fd, ex);
 	if (own_fd && *bound_fd >= 0) {
 		kt_close(*bound_fd);
 		*bound_fd = -1;
@@ -205,6 +210,7 @@ struct env {
 	size_t mapped; /* bytes mmap'd for vec, 0 when on the caller's stack */
 	char preload[KT_PATH_BUF + 32];
 	char name[sizeof KILN_ENV_EXEC_NAME + 16]; /* "KILN_EXEC_NAME=comm" */
+	char expect[sizeof KILN_ENV_EXEC_EXPECT + 40]; /* "KILN_EXEC_EXPECT=dev:ino" */
 };
 
 #define ENV_STACK 512
@@ -219,7 +225,8 @@ static int is_kept(const char *entry, int replacing_preload)
 		if (strncmp(kept[i], entry, nl) == 0 && kept[i][nl] == '=')
 			return 1;
 	/* meant for one new program only: never passed on */
-	if (!strncmp(entry, KILN_ENV_EXEC_NAME "=", sizeof KILN_ENV_EXEC_NAME))
+	if (!strncmp(entry, KILN_ENV_EXEC_NAME "=", sizeof KILN_ENV_EXEC_NAME) ||
+	    !strncmp(entry, KILN_ENV_EXEC_EXPECT "=", sizeof KILN_ENV_EXEC_EXPECT))
 		return 1;
 	return replacing_preload && !strncmp(entry, "LD_PRELOAD=", 11);
 }
@@ -255,16 +262,30 @@ static const char *preload_entry(char *const envp[], struct env *e)
 	return e->preload;
 }
 
+static size_t hex(char *out, unsigned long long v)
+{
+	char d[16];
+	size_t n = 0;
+	do {
+		d[n++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		out[i] = d[n - 1 - i];
+	return n;
+}
+
 /* Builds the new environment into e->vec (stack[] when it fits). A program
  * run by fd gets its name (`comm`, for ps and friends) in KILN_EXEC_NAME,
  * which kiln's constructor in it sets and nothing passes on. */
-static void env_build(char *const envp[], struct env *e, char **stack, const char *comm)
+static void env_build(char *const envp[], struct env *e, char **stack, const char *comm,
+		      const struct expect *ex)
 {
 	size_t n = 0, nk;
 	const char *const *kept = kt_env_all(&nk);
 	while (envp && envp[n])
 		n++;
-	size_t need = n + nk + 3;
+	size_t need = n + nk + 4;
 	e->mapped = 0;
 	e->vec = stack;
 	if (need > ENV_STACK) {
@@ -273,7 +294,7 @@ static void env_build(char *const envp[], struct env *e, char **stack, const cha
 				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p < 0 && p > -4096) {
 			/* No memory: keep the program's entries that fit. */
-			n = ENV_STACK - nk - 3;
+			n = ENV_STACK - nk - 4;
 		} else {
 			e->vec = (char **)p;
 			e->mapped = bytes;
@@ -298,6 +319,17 @@ static void env_build(char *const envp[], struct env *e, char **stack, const cha
 		memcpy(e->name + at, comm, cl);
 		e->name[at + cl] = '\0';
 		e->vec[k++] = e->name;
+	}
+	if (ex && ex->set) {
+		size_t at = 0;
+		char *x = e->expect;
+		memcpy(x, KILN_ENV_EXEC_EXPECT "=", sizeof KILN_ENV_EXEC_EXPECT);
+		at = sizeof KILN_ENV_EXEC_EXPECT;
+		at += hex(x + at, ex->dev);
+		x[at++] = ':';
+		at += hex(x + at, ex->ino);
+		x[at] = '\0';
+		e->vec[k++] = x;
 	}
 	e->vec[k] = NULL;
 }
@@ -324,12 +356,13 @@ static int exec_checked(enum exec_how how, void *real, int dirfd, const char *pa
 {
 	kt_enter();
 	int fd;
-	int e = check_exec(dirfd, path, atflags, &fd);
+	struct expect ex;
+	int e = check_exec(dirfd, path, atflags, &fd, &ex);
 	execveat_fn at = fd >= 0 ? (execveat_fn)kt_real(&real_execveat, "execveat") : NULL;
 	if (!e) {
 		char *stack[ENV_STACK];
 		struct env env;
-		env_build(envp, &env, stack, at ? exec_name(path) : NULL);
+		env_build(envp, &env, stack, at ? exec_name(path) : NULL, &ex);
 		if (at) { /* the file checked, not what the path names by now */
 			at(fd, "", argv, env.vec, AT_EMPTY_PATH);
 			if (errno == ENOSYS) /* a kernel before 3.19 */
@@ -565,8 +598,9 @@ int kt_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
 		return refused;
 	char abs[KT_PATH_BUF];
 	int fd = -1;
+	struct expect ex = { 0, 0, 0 };
 	int r = path && path[0] ? spawn_path(fa, path, abs) : 0;
-	int e = r < 0 ? -r : r > 0 ? check_exec_abs(abs, 0, &fd) : check_exec(AT_FDCWD, path, 0, &fd);
+	int e = r < 0 ? -r : r > 0 ? check_exec_abs(abs, 0, &fd, &ex) : check_exec(AT_FDCWD, path, 0, &fd, &ex);
 	if (e)
 		return e;
 	/* The file checked, by the parent's fd: the child's own fd table
@@ -576,7 +610,7 @@ int kt_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
 		fd_link(kt_getpid(), fd, byfd);
 	char *stack[ENV_STACK];
 	struct env env;
-	env_build(envp, &env, stack, fd >= 0 ? exec_name(path) : NULL);
+	env_build(envp, &env, stack, fd >= 0 ? exec_name(path) : NULL, &ex);
 	e = REAL(posix_spawn, spawn_fn)(pid, fd >= 0 ? byfd : path, fa, at, argv, env.vec);
 	env_free(&env);
 	if (fd >= 0)

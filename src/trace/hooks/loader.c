@@ -27,6 +27,7 @@
 #include <link.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 
 #include "trace/kt.h"
 #include "trace/rawsys.h"
@@ -164,14 +165,49 @@ static void check_loaded(char **argv)
 	}
 }
 
+/* A script (or an interpreter) outside the managed trees was run by path
+ * (hooks/exec.c): the kernel resolved the path again. The program it runs
+ * must be the ELF file checked, whose "dev:ino" the exec passed. */
+static void check_expected(char **argv, char **envp)
+{
+	const char *want = NULL;
+	for (char **e = envp; e && *e; e++)
+		if (!strncmp(*e, KILN_ENV_EXEC_EXPECT "=", sizeof KILN_ENV_EXEC_EXPECT))
+			want = *e + sizeof KILN_ENV_EXEC_EXPECT;
+	if (!want)
+		return;
+	unsigned long long id[2] = { 0, 0 };
+	int k = 0;
+	for (const char *p = want; *p && k < 2; p++) {
+		if (*p == ':') {
+			k++;
+			continue;
+		}
+		unsigned d = *p >= 'a' ? (unsigned)(*p - 'a' + 10) : (unsigned)(*p - '0');
+		id[k] = id[k] << 4 | (d & 15);
+	}
+	struct stat st;
+	if (kt_sys4(SYS_newfstatat, AT_FDCWD, "/proc/self/exe", &st, 0) == 0 &&
+	    (unsigned long long)st.st_dev == id[0] && (unsigned long long)st.st_ino == id[1])
+		return;
+	char msg[KT_PATH_BUF + 128];
+	size_t n = 0;
+	put(msg, &n, sizeof msg, "kiln: ");
+	put(msg, &n, sizeof msg, argv && argv[0] ? argv[0] : "?");
+	put(msg, &n, sizeof msg, ": the program run is not the file checked (replaced during exec); "
+				"refused\n");
+	kt_write(2, msg, n);
+	kt_sys1(SYS_exit_group, 127);
+}
+
 __attribute__((constructor)) static void kt_check_loaded(int argc, char **argv, char **envp)
 {
 	(void)argc;
-	(void)envp;
 	kt_init();
 	if (!kt_env(KILN_ENV_SOCKET))
 		return; /* not under kiln trace */
 	kt_enter();
+	check_expected(argv, envp);
 	check_loaded(argv);
 	kt_leave();
 }

@@ -13,7 +13,8 @@
  *   racer run SECS PATH VIS HID  runs PATH (posix_spawn and fork+execve
  *                                by turns; PATH is a copy of racer, which
  *                                as `racer exe` prints the file it runs
- *                                from) and counts the runs of each copy
+ *                                from) and counts the runs of each copy (and
+ *                                of runs refused with status 127)
  *   racer exe                    prints readlink(/proc/self/exe)
  *   racer whoami                 prints "comm=NAME exe=PATH" (its process name
  *                                and the file it runs from)
@@ -41,7 +42,7 @@ static double now(void)
 }
 
 #define MAXERR 134
-static long visible, hidden, other, errs[MAXERR];
+static long visible, hidden, other, exit127, errs[MAXERR];
 
 static void count_err(int e)
 {
@@ -61,6 +62,8 @@ static void count_bytes(const char *buf, long n, const char *vis, const char *hi
 static void report(void)
 {
 	printf("visible=%ld hidden=%ld other=%ld", visible, hidden, other);
+	if (exit127)
+		printf(" exit127=%ld", exit127);
 	for (int e = 0; e < MAXERR; e++)
 		if (errs[e])
 			printf(" %s=%ld", e ? strerrorname_np(e) : "E?", errs[e]);
@@ -177,6 +180,10 @@ static int runner(double secs, const char *path, const char *vis, const char *hi
 		buf[n] = '\0';
 		int st;
 		waitpid(pid, &st, 0);
+		if (WIFEXITED(st) && WEXITSTATUS(st) == 127) {
+			exit127++; /* refused in the new program, before main */
+			continue;
+		}
 		if (WIFEXITED(st) && WEXITSTATUS(st) > 100) {
 			count_err(WEXITSTATUS(st) - 100);
 			continue;
