@@ -127,12 +127,15 @@ $(KILN): $(call obj,$(CLI_SRC)) $(LIBKILN)
 # processes call a handful. Lazy PLT resolution is async-signal-safe and
 # takes no lock, so the hook path keeps its rules. -Bsymbolic-functions:
 # its calls to its own hooks (close, open...) bind locally, no lookup.
+# -z noseparate-code: one read+execute segment for headers, code and
+# read-only data instead of three (two mmap calls fewer at load, and a
+# hello build's traced processes take 16k fewer page faults).
 PRELOAD_MAP := $(BUILD)/libkiln-trace.map
 $(PRELOAD_MAP): src/trace/hooks/exports.sh src/trace/hooks/hooks.def $(wildcard src/trace/hooks/*.c)
 	@mkdir -p $(@D)
 	sh src/trace/hooks/exports.sh "$(CC)" src/trace/hooks > $@.tmp && mv $@.tmp $@
 $(PRELOAD): $(call objnosan,$(TRACE_SRC) $(SHM_SRC) $(IPC_SRC)) $(PRELOAD_MAP)
-	$(CC) -shared -nostartfiles -Wl,-z,defs -Wl,-Bsymbolic-functions \
+	$(CC) -shared -nostartfiles -Wl,-z,defs -Wl,-Bsymbolic-functions -Wl,-z,noseparate-code \
 	    -Wl,--version-script=$(PRELOAD_MAP) $(LDFLAGS) \
 	    -o $@ $(filter %.o,$^) -ldl -lpthread
 
