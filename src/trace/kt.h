@@ -31,6 +31,14 @@ const char *kt_env(const char *name);
 /* Captured "NAME=value" strings, `*n` of them. */
 const char *const *kt_env_all(size_t *n);
 
+/* False for an environment entry that cannot be one of kiln's variables:
+ * all of them start with 'L' (LD_PRELOAD) or 'K' (KILN_*), and a build's
+ * environment has dozens of entries, scanned at every start and exec. */
+static inline int kt_may_be_kept(const char *entry)
+{
+	return entry[0] == 'L' || entry[0] == 'K';
+}
+
 /* The re-entrancy guard: set while the library resolves a real symbol with
  * dlsym (the only place where it calls code that may call a hooked function:
  * the loader, or an allocator initialising itself). A hook entered while it

@@ -38,9 +38,7 @@ static void capture(void)
 {
 	size_t used = 0;
 	for (char **e = environ; e && *e; e++) {
-		/* Every kept name starts with 'L' or 'K': most entries end here
-		 * (a build's environment has dozens; this runs in every process). */
-		if ((*e)[0] != 'L' && (*e)[0] != 'K')
+		if (!kt_may_be_kept(*e))
 			continue;
 		size_t nl = name_len(*e);
 		for (size_t k = 0; k < NKEPT; k++) {

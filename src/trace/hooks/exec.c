@@ -155,6 +155,8 @@ struct env {
 
 static int is_kept(const char *entry, int replacing_preload)
 {
+	if (!kt_may_be_kept(entry))
+		return 0;
 	size_t n;
 	const char *const *kept = kt_env_all(&n);
 	const char *eq = strchr(entry, '=');
@@ -177,7 +179,7 @@ static const char *preload_entry(char *const envp[], struct env *e)
 		return NULL;
 	const char *theirs = NULL;
 	for (size_t i = 0; envp && envp[i]; i++)
-		if (!strncmp(envp[i], "LD_PRELOAD=", 11))
+		if (kt_may_be_kept(envp[i]) && !strncmp(envp[i], "LD_PRELOAD=", 11))
 			theirs = envp[i] + 11;
 	if (theirs && strstr(theirs, ours))
 		return theirs - 11;
