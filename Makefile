@@ -16,6 +16,12 @@ PYTHON  ?= /usr/bin/python3
 PREFIX  ?= /usr/local
 DESTDIR ?=
 SAN     ?=
+# Debian's multiarch triplet: the preload library lives in
+# $(PREFIX)/lib/$(MULTIARCH)/kiln, where kiln looks for it (src/cli/preload_path.c).
+MULTIARCH  ?= $(or $(shell $(CC) -print-multiarch 2>/dev/null),x86_64-linux-gnu)
+BINDIR     ?= $(PREFIX)/bin
+PKGLIBDIR  ?= $(PREFIX)/lib/$(MULTIARCH)/kiln
+SYSCONFDIR ?= /etc
 
 PKGS := sqlite3 libdw libelf capstone
 
@@ -26,7 +32,7 @@ BUILD := build/san-$(SAN)
 endif
 
 BASE_CFLAGS := -std=c17 -Wall -Wextra -Werror -g -fPIC -D_GNU_SOURCE -Isrc \
-               -fno-strict-aliasing -MMD -MP
+               -I$(BUILD)/gen -fno-strict-aliasing -MMD -MP
 OPT_CFLAGS  := -O2
 PKG_CFLAGS   = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS     = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -47,6 +53,32 @@ ALL_CFLAGS  = $(BASE_CFLAGS) $(OPT_CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) $(CFLAGS)
 # programs it is tested with) is never sanitized: a sanitizer runtime cannot be
 # preloaded into arbitrary programs.
 NOSAN_CFLAGS = $(BASE_CFLAGS) -O2 $(PKG_CFLAGS) $(CFLAGS)
+
+# ---- version: debian/changelog's, plus `git describe` in a git checkout ----
+# (braces: the sed script's parentheses would end a $(shell ...))
+VERSION_BASE := ${shell sed -n '1s/^[^ ]* (\([^)]*\)).*/\1/p' debian/changelog 2>/dev/null}
+GIT_TOP      := $(shell git rev-parse --show-toplevel 2>/dev/null)
+GIT_REV      := $(if $(filter $(CURDIR),$(GIT_TOP)),$(shell git describe --always --dirty 2>/dev/null))
+KILN_VERSION := $(or $(VERSION_BASE),unknown)$(if $(GIT_REV), (git $(GIT_REV)))
+VERSION_H    := $(BUILD)/gen/kiln_version.h
+
+# Rewritten only when the version changes, so that nothing else rebuilds.
+$(VERSION_H): FORCE
+	@mkdir -p $(@D)
+	@printf '#define KILN_VERSION "%s"\n' '$(KILN_VERSION)' > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+$(BUILD)/obj/src/common/version.o: $(VERSION_H)
+# Installed paths baked into the program (src/cli/preload_path.c, config.c),
+# rewritten like the version: `make PREFIX=/usr` rebuilds what uses them.
+PATHS_H := $(BUILD)/gen/kiln_paths.h
+$(PATHS_H): FORCE
+	@mkdir -p $(@D)
+	@printf '#define KILN_MULTIARCH "%s"\n#define KILN_PKGLIBDIR "%s"\n#define KILN_SYSCONFDIR "%s"\n' \
+	    '$(MULTIARCH)' '$(PKGLIBDIR)' '$(SYSCONFDIR)' > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+$(BUILD)/obj/src/cli/preload_path.o $(BUILD)/obj/src/cli/config.o: $(PATHS_H)
+.PHONY: FORCE
+FORCE:
 
 # ---- sources by component ------------------------------------------------
 COMMON_SRC   := $(wildcard src/common/*.c)
@@ -186,9 +218,9 @@ bench-%: all $(BENCH_BINS)
 
 # ---- install -------------------------------------------------------------
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/kiln
-	install -m 0755 $(KILN) $(DESTDIR)$(PREFIX)/bin/kiln
-	install -m 0644 $(PRELOAD) $(DESTDIR)$(PREFIX)/lib/kiln/libkiln-trace.so
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PKGLIBDIR)
+	install -m 0755 $(KILN) $(DESTDIR)$(BINDIR)/kiln
+	install -m 0644 $(PRELOAD) $(DESTDIR)$(PKGLIBDIR)/libkiln-trace.so
 
 clean:
 	rm -rf build

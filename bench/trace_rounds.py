@@ -107,7 +107,7 @@ def base_env():
 
 
 def kiln_cmd(a, variant, report, deps):
-    cmd = [a.kiln, "trace", "--db", a.db, "--json", report] + deps
+    cmd = [a.kiln, "trace", "--db", a.db, "--json", "-o", report] + deps
     if "--deps-from-control" in deps:
         # the host profile keeps the caller's environment, so the traced build
         # runs in the same environment as the plain one (the default chroot

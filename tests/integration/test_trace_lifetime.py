@@ -70,7 +70,7 @@ def server_of(kiln_pid):
 
 
 def test_sigkill_of_kiln_ends_the_build_and_removes_the_run_dir(uworld):
-    p, pids, rundir = start(uworld, "--json", "r.json")
+    p, pids, rundir = start(uworld, "--json", "-o", "r.json")
     p.send_signal(signal.SIGKILL)
     p.wait(timeout=10)
     ended = lambda: not any(alive(pid) for pid in pids) and not os.path.exists(rundir)
