@@ -30,15 +30,18 @@ static bool usable_tmpfs(const char *dir)
 	return (st.st_mode & S_ISVTX) != 0;
 }
 
+const char *trace_rundir_base_of(const char *runtime_dir, const char *shm_dir, const char *tmpdir)
+{
+	if (usable_tmpfs(runtime_dir))
+		return runtime_dir;
+	if (usable_tmpfs(shm_dir))
+		return shm_dir;
+	return tmpdir && tmpdir[0] == '/' ? tmpdir : "/tmp";
+}
+
 const char *trace_rundir_base(void)
 {
-	const char *rt = getenv("XDG_RUNTIME_DIR");
-	if (usable_tmpfs(rt))
-		return rt;
-	if (usable_tmpfs("/dev/shm"))
-		return "/dev/shm";
-	const char *tmp = getenv("TMPDIR");
-	return tmp && tmp[0] == '/' ? tmp : "/tmp";
+	return trace_rundir_base_of(getenv("XDG_RUNTIME_DIR"), "/dev/shm", getenv("TMPDIR"));
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)

@@ -12,6 +12,8 @@
  * the map, no file-system work when a process first writes a page of the
  * statistics file), else $TMPDIR, else /tmp. Returns a static string. */
 const char *trace_rundir_base(void);
+/* The same choice among given candidates (NULL: none): one of them. */
+const char *trace_rundir_base_of(const char *runtime_dir, const char *shm_dir, const char *tmpdir);
 
 /* Removes the run directory and everything in it (never following a
  * symlink). 0, or -1 with a message naming the path in err. */
