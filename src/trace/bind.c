@@ -142,7 +142,10 @@ static int direct(const struct kt_opener *o)
 
 /* ---- NO_SYMLINKS ---------------------------------------------------------- */
 
-static long open_no_symlinks(const struct kt_opener *o, const char *abs, size_t n, int tail)
+/* abs: the absolute clean path of length n in a question buffer, whose
+ * bytes after it are scratch ("/" is put there when the caller's path
+ * ended in "/" or "/.": the kernel wants a directory). */
+static long open_no_symlinks(const struct kt_opener *o, char *abs, size_t n, int tail)
 {
 	if (atomic_load_explicit(&no_openat2, memory_order_relaxed) || !direct(o))
 		return UNUSABLE;
@@ -160,12 +163,12 @@ static long open_no_symlinks(const struct kt_opener *o, const char *abs, size_t 
 	} else if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) {
 		how.mode = o->mode & 07777;
 	}
-	char p[KT_PATH_BUF + 2];
-	memcpy(p, abs, n);
-	if (tail) /* "link/" or "dir/.": the kernel wants a directory */
-		p[n++] = '/';
-	p[n] = '\0';
-	long fd = kt_sys4(SYS_openat2, AT_FDCWD, p, &how, sizeof how);
+	if (tail) {
+		abs[n] = '/';
+		abs[n + 1] = '\0';
+	}
+	long fd = kt_sys4(SYS_openat2, AT_FDCWD, abs, &how, sizeof how);
+	abs[n] = '\0';
 	if (fd == -ENOSYS)
 		atomic_store_explicit(&no_openat2, 1, memory_order_relaxed);
 	if (fd == -ENOSYS || fd == -EINVAL || fd == -ENAMETOOLONG || fd == -E2BIG ||
@@ -182,8 +185,9 @@ static int same_id(const struct stat *st, uint64_t dev, uint64_t ino, int dev_on
 }
 
 /* Whether the file open as fd lies in directory (dev, ino): the directory
- * its path (as the kernel names it now) leads to. */
-static int in_dir(int fd, uint64_t dev, uint64_t ino)
+ * its path (as the kernel names it now) leads to. Rare (creations the
+ * server decided): its buffer is not in the common path's stack frame. */
+__attribute__((noinline)) static int in_dir(int fd, uint64_t dev, uint64_t ino)
 {
 	char p[KT_PATH_BUF];
 	int n = kt_fd_path(fd, p);
@@ -244,25 +248,17 @@ static long open_ident(const struct kiln_binding *b, const struct kt_opener *o)
 
 /* ---- the bound open ------------------------------------------------------- */
 
-long kt_open_bound(const struct kt_opener *o, unsigned access, unsigned qflags, unsigned *how_used)
+long kt_open_bound_q(const struct kt_opener *o, struct kt_question *q, int n, unsigned access,
+		     unsigned qflags, unsigned *how_used)
 {
-	const char *path = o->path;
-	if (how_used)
-		*how_used = KILN_BIND_ANY;
-	if (!path || !path[0])
-		return call(o, o->flags); /* EFAULT / ENOENT: the kernel says so */
-	int tail = kt_path_follows_tail(path);
+	int tail = o->path && kt_path_follows_tail(o->path);
 	if (tail)
 		qflags &= ~KILN_Q_NOFOLLOW;
-	char abs[KT_PATH_BUF];
-	int n = kt_path_at(o->dirfd, path, abs);
-	if (n < 0)
-		return n;
 	long r = -ENOENT;
 	for (int t = 0; t < KT_BIND_TRIES; t++) {
 		struct kiln_binding b;
-		int v = kiln_ask_bound(abs, access, qflags,
-				       KILN_ASK_BIND | (t ? KILN_ASK_SERVER : 0), &b);
+		int v = kt_ask_bound(q, (size_t)n, access, qflags,
+				     KILN_ASK_BIND | (t ? KILN_ASK_SERVER : 0), &b);
 		int e = kt_verdict_errno(v, access);
 		if (how_used)
 			*how_used = e ? KT_BIND_REFUSED : b.how;
@@ -271,7 +267,7 @@ long kt_open_bound(const struct kt_opener *o, unsigned access, unsigned qflags, 
 		if (b.how == KILN_BIND_ANY)
 			return call(o, o->flags);
 		if (b.how == KILN_BIND_NO_SYMLINKS) {
-			r = open_no_symlinks(o, abs, (size_t)n, tail);
+			r = open_no_symlinks(o, q->path, (size_t)n, tail);
 			if (r != -ELOOP && r != UNUSABLE)
 				return r;
 			/* A symlink on the way (or the last component under
@@ -287,4 +283,17 @@ long kt_open_bound(const struct kt_opener *o, unsigned access, unsigned qflags, 
 		r = -ENOENT;
 	}
 	return r;
+}
+
+long kt_open_bound(const struct kt_opener *o, unsigned access, unsigned qflags, unsigned *how_used)
+{
+	if (how_used)
+		*how_used = KILN_BIND_ANY;
+	if (!o->path || !o->path[0])
+		return call(o, o->flags); /* EFAULT / ENOENT: the kernel says so */
+	struct kt_question q;
+	int n = kt_path_at(o->dirfd, o->path, q.path);
+	if (n < 0)
+		return n;
+	return kt_open_bound_q(o, &q, n, access, qflags, how_used);
 }

@@ -30,9 +30,9 @@ struct conn {
 	_Atomic int fd;
 };
 
-static struct conn pool[KT_POOL];
-static _Atomic int pool_pid;     /* process that owns the pool (0: unclaimed) */
-static _Atomic int reported_pid; /* process that already printed the failure */
+static KT_HOT struct conn pool[KT_POOL];
+static KT_HOT _Atomic int pool_pid;     /* process that owns the pool (0: unclaimed) */
+static KT_HOT _Atomic int reported_pid; /* process that already printed the failure */
 
 static void init_pool_fds(void)
 {
@@ -345,35 +345,28 @@ static long exchange(const void *req, size_t reqlen, void *resp, size_t cap,
 
 /* ---- verdict.h ---------------------------------------------------------- */
 
-int kiln_ask(const char *abspath, unsigned access, unsigned qflags)
+int kt_ask_question(struct kt_question *req, size_t plen, unsigned access, unsigned qflags)
 {
 	struct kiln_binding b;
-	return kiln_ask_bound(abspath, access, qflags, 0, &b);
+	return kt_ask_bound(req, plen, access, qflags, 0, &b);
 }
 
-int kiln_ask_bound(const char *abspath, unsigned access, unsigned qflags, unsigned flags,
-		   struct kiln_binding *b)
+int kt_ask_bound(struct kt_question *req, size_t plen, unsigned access, unsigned qflags,
+		 unsigned flags, struct kiln_binding *b)
 {
 	kt_init();
 	*b = (struct kiln_binding){ KILN_BIND_ANY, 0, 0, 0, 0, 0, 1 };
-	size_t plen = strlen(abspath);
 	if (plen > KILN_PATH_MAX)
 		return KILN_V_ERROR;
 	int cached;
 	if (!(flags & KILN_ASK_SERVER) &&
-	    kt_cache_ask(abspath, plen, access, qflags, (flags & KILN_ASK_BIND) != 0, &cached,
+	    kt_cache_ask(req->path, plen, access, qflags, (flags & KILN_ASK_BIND) != 0, &cached,
 			 &b->how))
 		return cached;
 	b->cached = 0;
-	struct {
-		struct kiln_msg_hdr h;
-		struct kiln_query q;
-		char path[KILN_PATH_MAX];
-	} req;
-	req.h = (struct kiln_msg_hdr){ KILN_MSG_QUERY, 0,
-				       (uint32_t)(sizeof req.q + plen) };
-	req.q = (struct kiln_query){ access, qflags, (uint32_t)plen };
-	memcpy(req.path, abspath, plen);
+	req->h = (struct kiln_msg_hdr){ KILN_MSG_QUERY, 0,
+					(uint32_t)(sizeof req->q + plen) };
+	req->q = (struct kiln_query){ access, qflags, (uint32_t)plen };
 	union {
 		char raw[64];
 		struct {
@@ -381,7 +374,8 @@ int kiln_ask_bound(const char *abspath, unsigned access, unsigned qflags, unsign
 			struct kiln_verdict_msg v;
 		} m;
 	} resp;
-	long r = exchange(&req, sizeof req.h + req.h.len, &resp, sizeof resp,
+	/* The header, query and path are contiguous (no padding: 8 + 12 bytes). */
+	long r = exchange(req, sizeof req->h + req->h.len, &resp, sizeof resp,
 			  KILN_MSG_VERDICT, 0);
 	if (r != sizeof(struct kiln_verdict_msg) || resp.m.v.verdict > KILN_V_DENY ||
 	    resp.m.v.bind > KILN_BIND_IDENT) {
@@ -392,6 +386,16 @@ int kiln_ask_bound(const char *abspath, unsigned access, unsigned qflags, unsign
 	*b = (struct kiln_binding){ resp.m.v.bind, resp.m.v.id_flags, resp.m.v.dev, resp.m.v.ino,
 				    resp.m.v.dir_dev, resp.m.v.dir_ino, 0 };
 	return (int)resp.m.v.verdict;
+}
+
+int kiln_ask(const char *abspath, unsigned access, unsigned qflags)
+{
+	struct kt_question req;
+	size_t plen = strlen(abspath);
+	if (plen > KILN_PATH_MAX)
+		return KILN_V_ERROR;
+	memcpy(req.path, abspath, plen + 1);
+	return kt_ask_question(&req, plen, access, qflags);
 }
 
 #define DIR_BATCH_MAX 1024

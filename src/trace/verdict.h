@@ -53,13 +53,11 @@ struct kiln_binding {
 	int cached; /* the shared cache answered (no identities) */
 };
 
+/* Flags of a bound question (kt_ask_bound, src/trace/kt.h). */
 #define KILN_ASK_SERVER 1u /* skip the shared cache (the file changed under a bound call) */
 #define KILN_ASK_BIND   2u /* the caller opens with RESOLVE_NO_SYMLINKS when told to:
 			    * an AREA value needs no symlink check here */
 
-/* kiln_ask for a call that binds its answer (src/trace/bind.c). */
-int kiln_ask_bound(const char *abspath, unsigned access, unsigned qflags, unsigned flags,
-		   struct kiln_binding *b);
 
 /* Verdicts for `n` entries of directory `absdir` in one round trip: sets
  * hidden[i] = 1 for each entry that must vanish from the listing. Returns 0,

@@ -27,7 +27,7 @@
 extern char **environ;
 
 #define REAL(name, type) ((type)kt_real(&real_##name, #name))
-static void *_Atomic real_execve, *_Atomic real_execveat, *_Atomic real_fexecve,
+static KT_HOT void *_Atomic real_execve, *_Atomic real_execveat, *_Atomic real_fexecve,
 	*_Atomic real_posix_spawn;
 
 /* ---- what is about to run ------------------------------------------------ */
@@ -67,32 +67,38 @@ static void inspect(int fd, const char *shown_path, char *interp, size_t cap)
 	memcpy(&eh, head, sizeof eh);
 	if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > 64)
 		return;
-	Elf64_Phdr ph[64];
-	size_t want = (size_t)eh.e_phnum * sizeof(Elf64_Phdr);
-	if (kt_sys4(SYS_pread64, fd, ph, want, eh.e_phoff) != (long)want)
-		return;
-	for (int i = 0; i < eh.e_phnum; i++)
-		if (ph[i].p_type == PT_INTERP)
+	/* Eight program headers at a time: every exec runs this, and a new
+	 * process pays a page fault for each page of stack it first touches. */
+	Elf64_Phdr ph[8];
+	for (unsigned at = 0; at < eh.e_phnum; at += 8) {
+		unsigned k = eh.e_phnum - at < 8 ? eh.e_phnum - at : 8;
+		size_t want = k * sizeof(Elf64_Phdr);
+		if (kt_sys4(SYS_pread64, fd, ph, want, eh.e_phoff + at * sizeof(Elf64_Phdr)) !=
+		    (long)want)
 			return;
+		for (unsigned i = 0; i < k; i++)
+			if (ph[i].p_type == PT_INTERP)
+				return;
+	}
 	kiln_event(KILN_E_STATIC_EXEC, shown_path);
 }
 
-/* Opens an exec target for inspection, the check bound to the file opened
- * (bind.c). Returns the fd or -errno; *bound: the answer must be bound (the
- * target lies in a mutable area or is reached through a symlink there) or
- * was a refusal, and *readable: the fd can be read (else it is O_PATH: an
- * exec-only file). */
-static long open_target(const char *abs, unsigned qf, int *bound, int *readable)
+/* Opens an exec target (the absolute clean path of length n in q->path) for
+ * inspection, the check bound to the file opened (bind.c). Returns the fd or
+ * -errno; *bound: the answer must be bound (the target lies in a mutable
+ * area or is reached through a symlink there) or was a refusal, and
+ * *readable: the fd can be read (else it is O_PATH: an exec-only file). */
+static long open_target(struct kt_question *q, int n, unsigned qf, int *bound, int *readable)
 {
 	int nofollow = (qf & KILN_Q_NOFOLLOW) ? O_NOFOLLOW : 0;
-	struct kt_opener o = { KT_VIA_SYSCALL, NULL, NULL, AT_FDCWD, abs,
+	struct kt_opener o = { KT_VIA_SYSCALL, NULL, NULL, AT_FDCWD, q->path,
 			       O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | nofollow, 0, NULL, 0 };
 	unsigned how;
-	long fd = kt_open_bound(&o, KILN_A_EXEC, qf, &how);
+	long fd = kt_open_bound_q(&o, q, n, KILN_A_EXEC, qf, &how);
 	*readable = 1;
 	if (fd == -EACCES && how != KT_BIND_REFUSED) {
 		o.flags = O_PATH | O_CLOEXEC | nofollow;
-		fd = kt_open_bound(&o, KILN_A_EXEC, qf, &how);
+		fd = kt_open_bound_q(&o, q, n, KILN_A_EXEC, qf, &how);
 		*readable = 0;
 	}
 	/* refused: the exec fails as the answer says */
@@ -111,27 +117,29 @@ struct expect {
 	unsigned long long dev, ino;
 };
 
-/* Checks an exec target given as an absolute clean path (abs is used as
- * scratch), then its #! interpreters. Returns 0 or the errno the exec must
- * fail with. When the target is an ELF file whose answer must be bound,
- * *bound_fd gets an fd of the very file checked (close-on-exec), for the
- * caller to run that file (execveat AT_EMPTY_PATH); else -1 and the caller
- * runs the path, with *ex set when what it runs must be verified. */
-static int check_exec_abs(char *abs, unsigned qf, int *bound_fd, struct expect *ex)
+/* Checks an exec target given as an absolute clean path of length n in
+ * q->path (the question buffer is reused for each #! interpreter), then its
+ * interpreters. Returns 0 or the errno the exec must fail with. When the
+ * target is an ELF file whose answer must be bound, *bound_fd gets an fd of
+ * the very file checked (close-on-exec), for the caller to run that file
+ * (execveat AT_EMPTY_PATH); else -1 and the caller runs the path, with *ex
+ * set when what it runs must be verified. */
+static int check_exec_abs(struct kt_question *q, int n, unsigned qf, int *bound_fd,
+			  struct expect *ex)
 {
-	int n, any_bound = 0;
+	int any_bound = 0;
 	*bound_fd = -1;
 	ex->set = 0;
 	for (int depth = 0; depth < 5; depth++) {
 		int bound, readable;
-		long fd = open_target(abs, qf, &bound, &readable);
-		if (fd < 0)
+		long fd = open_target(q, n, qf, &bound, &readable);
+		if (fd < 0) /* unreadable or missing: the kernel decides, unless bound */
 			return bound || fd == -ENOENT || fd == -EIO ? (int)-fd : 0;
 		any_bound |= bound;
-		char interp[KT_PATH_BUF];
+		char interp[256]; /* inspect reads a #! line of at most 255 bytes */
 		interp[0] = '\0';
 		if (readable)
-			inspect((int)fd, abs, interp, sizeof interp);
+			inspect((int)fd, q->path, interp, sizeof interp);
 		if (!interp[0] && bound && depth == 0) {
 			*bound_fd = (int)fd;
 			return 0;
@@ -143,7 +151,7 @@ static int check_exec_abs(char *abs, unsigned qf, int *bound_fd, struct expect *
 		kt_close((int)fd);
 		if (!interp[0])
 			return 0;
-		n = kt_path_at(AT_FDCWD, interp, abs);
+		n = kt_path_at(AT_FDCWD, interp, q->path);
 		if (n < 0)
 			return -n;
 		qf = 0;
@@ -152,12 +160,12 @@ static int check_exec_abs(char *abs, unsigned qf, int *bound_fd, struct expect *
 }
 
 /* Checks an exec target given as (dirfd, path, atflags), then its #!
- * interpreters. Returns 0 or the errno the exec must fail with; *bound_fd
- * as for check_exec_abs (never for an fd the caller gave: that is the file
- * already). */
-static int check_exec(int dirfd, const char *path, int atflags, int *bound_fd, struct expect *ex)
+ * interpreters, in the caller's question buffer. Returns 0 or the errno the
+ * exec must fail with; *bound_fd and *ex as for check_exec_abs (never an fd
+ * for an fd the caller gave: that is the file already). */
+static int check_exec(struct kt_question *q, int dirfd, const char *path, int atflags,
+		      int *bound_fd, struct expect *ex)
 {
-	char abs[KT_PATH_BUF];
 	*bound_fd = -1;
 	ex->set = 0;
 	if (!path)
@@ -165,14 +173,15 @@ static int check_exec(int dirfd, const char *path, int atflags, int *bound_fd, s
 	int n;
 	int own_fd = !path[0] && (atflags & AT_EMPTY_PATH);
 	if (own_fd)
-		n = kt_fd_path(dirfd, abs);
+		n = kt_fd_path(dirfd, q->path);
 	else if (!path[0])
 		return 0; /* execve reports ENOENT itself */
 	else
-		n = kt_path_at(dirfd, path, abs);
+		n = kt_path_at(dirfd, path, q->path);
 	if (n < 0)
 		return -n;
-	int e = check_exec_abs(abs, (atflags & AT_SYMLINK_NOFOLLOW) ? KILN_Q_NOFOLLOW : 0, bound_fd, ex);
+	int e = check_exec_abs(q, n, (atflags & AT_SYMLINK_NOFOLLOW) ? KILN_Q_NOFOLLOW : 0, bound_fd,
+			       ex);
 	if (own_fd && *bound_fd >= 0) {
 		kt_close(*bound_fd);
 		*bound_fd = -1;
@@ -209,7 +218,7 @@ struct env {
 	char **vec;
 	size_t mapped; /* bytes mmap'd for vec, 0 when on the caller's stack */
 	char preload[KT_PATH_BUF + 32];
-	char name[sizeof KILN_ENV_EXEC_NAME + 16]; /* "KILN_EXEC_NAME=comm" */
+	char name[sizeof KILN_ENV_EXEC_NAME + 16];     /* "KILN_EXEC_NAME=comm" */
 	char expect[sizeof KILN_ENV_EXEC_EXPECT + 40]; /* "KILN_EXEC_EXPECT=dev:ino" */
 };
 
@@ -217,6 +226,8 @@ struct env {
 
 static int is_kept(const char *entry, int replacing_preload)
 {
+	if (!kt_may_be_kept(entry))
+		return 0;
 	size_t n;
 	const char *const *kept = kt_env_all(&n);
 	const char *eq = strchr(entry, '=');
@@ -243,7 +254,7 @@ static const char *preload_entry(char *const envp[], struct env *e)
 		return NULL;
 	const char *theirs = NULL;
 	for (size_t i = 0; envp && envp[i]; i++)
-		if (!strncmp(envp[i], "LD_PRELOAD=", 11))
+		if (kt_may_be_kept(envp[i]) && !strncmp(envp[i], "LD_PRELOAD=", 11))
 			theirs = envp[i] + 11;
 	if (theirs && strstr(theirs, ours))
 		return theirs - 11;
@@ -276,8 +287,10 @@ static size_t hex(char *out, unsigned long long v)
 }
 
 /* Builds the new environment into e->vec (stack[] when it fits). A program
- * run by fd gets its name (`comm`, for ps and friends) in KILN_EXEC_NAME,
- * which kiln's constructor in it sets and nothing passes on. */
+ * run by fd gets its name (`comm`, for ps and friends) in KILN_EXEC_NAME, a
+ * script run by path the identity of the program it must end up running in
+ * KILN_EXEC_EXPECT; kiln's constructor in it reads them and nothing passes
+ * them on. */
 static void env_build(char *const envp[], struct env *e, char **stack, const char *comm,
 		      const struct expect *ex)
 {
@@ -311,9 +324,8 @@ static void env_build(char *const envp[], struct env *e, char **stack, const cha
 	if (pl)
 		e->vec[k++] = (char *)pl;
 	if (comm) {
-		size_t at = sizeof KILN_ENV_EXEC_NAME - 1, cl = strlen(comm);
-		memcpy(e->name, KILN_ENV_EXEC_NAME "=", at + 1);
-		at++;
+		size_t at = sizeof KILN_ENV_EXEC_NAME, cl = strlen(comm);
+		memcpy(e->name, KILN_ENV_EXEC_NAME "=", at);
 		if (cl > sizeof e->name - at - 1)
 			cl = sizeof e->name - at - 1;
 		memcpy(e->name + at, comm, cl);
@@ -321,10 +333,9 @@ static void env_build(char *const envp[], struct env *e, char **stack, const cha
 		e->vec[k++] = e->name;
 	}
 	if (ex && ex->set) {
-		size_t at = 0;
+		size_t at = sizeof KILN_ENV_EXEC_EXPECT;
 		char *x = e->expect;
-		memcpy(x, KILN_ENV_EXEC_EXPECT "=", sizeof KILN_ENV_EXEC_EXPECT);
-		at = sizeof KILN_ENV_EXEC_EXPECT;
+		memcpy(x, KILN_ENV_EXEC_EXPECT "=", at);
 		at += hex(x + at, ex->dev);
 		x[at++] = ':';
 		at += hex(x + at, ex->ino);
@@ -355,9 +366,12 @@ static int exec_checked(enum exec_how how, void *real, int dirfd, const char *pa
 			char *const argv[], char *const envp[], int atflags)
 {
 	kt_enter();
-	int fd;
+	int e, fd;
 	struct expect ex;
-	int e = check_exec(dirfd, path, atflags, &fd, &ex);
+	{ /* its own scope: the compiler reuses its stack for env below */
+		struct kt_question q;
+		e = check_exec(&q, dirfd, path, atflags, &fd, &ex);
+	}
 	execveat_fn at = fd >= 0 ? (execveat_fn)kt_real(&real_execveat, "execveat") : NULL;
 	if (!e) {
 		char *stack[ENV_STACK];
@@ -596,11 +610,14 @@ int kt_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
 	int refused = fa ? kt_spawn_refused(fa) : 0;
 	if (refused)
 		return refused;
-	char abs[KT_PATH_BUF];
-	int fd = -1;
+	int e, fd = -1;
 	struct expect ex = { 0, 0, 0 };
-	int r = path && path[0] ? spawn_path(fa, path, abs) : 0;
-	int e = r < 0 ? -r : r > 0 ? check_exec_abs(abs, 0, &fd, &ex) : check_exec(AT_FDCWD, path, 0, &fd, &ex);
+	{ /* its own scope: the compiler reuses its stack for env below */
+		struct kt_question q;
+		int r = path && path[0] ? spawn_path(fa, path, q.path) : 0;
+		e = r < 0 ? -r : r > 0 ? check_exec_abs(&q, (int)strlen(q.path), 0, &fd, &ex)
+				       : check_exec(&q, AT_FDCWD, path, 0, &fd, &ex);
+	}
 	if (e)
 		return e;
 	/* The file checked, by the parent's fd: the child's own fd table

@@ -67,7 +67,7 @@ static inline unsigned kt_rename_to_class(unsigned flags)
 }
 
 #define KT_HOOK(ret, name, params, args, denial, check)                        \
-	static void *_Atomic kt_real_##name;                                   \
+	static KT_HOT void *_Atomic kt_real_##name;                            \
 	KT_EXPORT ret name params                                              \
 	{                                                                      \
 		typedef ret(*kt_fn) params;                                    \
@@ -105,8 +105,8 @@ static inline unsigned kt_rename_to_class(unsigned flags)
 	return (int)kt_r;
 
 #define KT_HOOK_OPEN(name, via, params, args, dirfd, path, flags)              \
-	static void *_Atomic kt_real_##name;                                   \
-	static _Atomic int kt_direct_##name;                                   \
+	static KT_HOT void *_Atomic kt_real_##name;                            \
+	static KT_HOT _Atomic int kt_direct_##name;                            \
 	KT_EXPORT int name params                                              \
 	{                                                                      \
 		mode_t mode = 0;                                               \
@@ -128,8 +128,8 @@ static inline unsigned kt_rename_to_class(unsigned flags)
 	}
 
 #define KT_HOOK_OPEN2(name, via, params, args, dirfd, path, flags)             \
-	static void *_Atomic kt_real_##name;                                   \
-	static _Atomic int kt_direct_##name;                                   \
+	static KT_HOT void *_Atomic kt_real_##name;                            \
+	static KT_HOT _Atomic int kt_direct_##name;                            \
 	KT_EXPORT int name params                                              \
 	{                                                                      \
 		typedef int (*kt_fn) params;                                   \
@@ -144,8 +144,8 @@ static inline unsigned kt_rename_to_class(unsigned flags)
 	}
 
 #define KT_HOOK_CREAT(name, open_name)                                         \
-	static void *_Atomic kt_real_##name;                                   \
-	static _Atomic int kt_direct_##name;                                   \
+	static KT_HOT void *_Atomic kt_real_##name;                            \
+	static KT_HOT _Atomic int kt_direct_##name;                            \
 	KT_EXPORT int name(const char *path, mode_t mode)                      \
 	{                                                                      \
 		typedef int (*kt_fn)(const char *, int, ...);                  \
