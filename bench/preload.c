@@ -8,6 +8,9 @@
  *                                     as it is (run under `kiln trace`: the
  *                                     child is a traced process)
  *   preload stat N PATH               N stat() calls; prints ns per call
+ *   preload open N PATH               N open() + close(); prints ns per call
+ *   preload spawn-prog N PROG ARG...  posix_spawn PROG N times in this
+ *                                     process's environment; ns per process
  *   preload spawn-stat N K PATH       posix_spawn `preload stat K PATH` N times
  *                                     in this process's own environment (so
  *                                     under kiln trace the children are
@@ -116,7 +119,23 @@ int main(int argc, char **argv)
 		printf("%.0f\n", (now_ns() - t0) / n);
 		return 0;
 	}
+	if (argc == 4 && !strcmp(argv[1], "open")) {
+		int n = atoi(argv[2]);
+		double t0 = now_ns();
+		for (int i = 0; i < n; i++) {
+			int fd = open(argv[3], O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+				return 1;
+			close(fd);
+		}
+		printf("%.0f\n", (now_ns() - t0) / n);
+		return 0;
+	}
+	if (argc >= 4 && !strcmp(argv[1], "spawn-prog")) {
+		int n = atoi(argv[2]);
+		return spawn_n(n, argv[3], NULL, argv + 3, environ);
+	}
 	fprintf(stderr, "usage: preload noop | spawn N with|without LIB | spawn N inherit | "
-			"stat N PATH | spawn-stat N K PATH\n");
+			"stat N PATH | open N PATH | spawn-stat N K PATH | spawn-prog N PROG [ARG...]\n");
 	return 2;
 }

@@ -345,25 +345,11 @@ static long exchange(const void *req, size_t reqlen, void *resp, size_t cap,
 
 /* ---- verdict.h ---------------------------------------------------------- */
 
-int kt_ask_question(struct kt_question *req, size_t plen, unsigned access, unsigned qflags)
+/* The round trip of a question the cache did not answer; *b (may be NULL)
+ * gets the server's binding. */
+static int ask_server(struct kt_question *req, size_t plen, unsigned access, unsigned qflags,
+		      struct kiln_binding *b)
 {
-	struct kiln_binding b;
-	return kt_ask_bound(req, plen, access, qflags, 0, &b);
-}
-
-int kt_ask_bound(struct kt_question *req, size_t plen, unsigned access, unsigned qflags,
-		 unsigned flags, struct kiln_binding *b)
-{
-	kt_init();
-	*b = (struct kiln_binding){ KILN_BIND_ANY, 0, 0, 0, 0, 0, 1 };
-	if (plen > KILN_PATH_MAX)
-		return KILN_V_ERROR;
-	int cached;
-	if (!(flags & KILN_ASK_SERVER) &&
-	    kt_cache_ask(req->path, plen, access, qflags, (flags & KILN_ASK_BIND) != 0, &cached,
-			 &b->how))
-		return cached;
-	b->cached = 0;
 	req->h = (struct kiln_msg_hdr){ KILN_MSG_QUERY, 0,
 					(uint32_t)(sizeof req->q + plen) };
 	req->q = (struct kiln_query){ access, qflags, (uint32_t)plen };
@@ -383,9 +369,39 @@ int kt_ask_bound(struct kt_question *req, size_t plen, unsigned access, unsigned
 			report_failure(EPROTO);
 		return KILN_V_ERROR;
 	}
-	*b = (struct kiln_binding){ resp.m.v.bind, resp.m.v.id_flags, resp.m.v.dev, resp.m.v.ino,
-				    resp.m.v.dir_dev, resp.m.v.dir_ino, 0 };
+	if (b)
+		*b = (struct kiln_binding){ resp.m.v.bind, resp.m.v.id_flags, resp.m.v.dev,
+					    resp.m.v.ino, resp.m.v.dir_dev, resp.m.v.dir_ino, 0 };
 	return (int)resp.m.v.verdict;
+}
+
+int kt_ask_question(struct kt_question *req, size_t plen, unsigned access, unsigned qflags)
+{
+	kt_init();
+	if (plen > KILN_PATH_MAX)
+		return KILN_V_ERROR;
+	int cached;
+	unsigned how;
+	if (kt_cache_ask(req->path, plen, access, qflags, 0, &cached, &how))
+		return cached;
+	return ask_server(req, plen, access, qflags, NULL);
+}
+
+int kt_ask_bound(struct kt_question *req, size_t plen, unsigned access, unsigned qflags,
+		 unsigned flags, struct kiln_binding *b)
+{
+	kt_init();
+	if (plen > KILN_PATH_MAX)
+		return KILN_V_ERROR;
+	int cached;
+	if (!(flags & KILN_ASK_SERVER) &&
+	    kt_cache_ask(req->path, plen, access, qflags, (flags & KILN_ASK_BIND) != 0, &cached,
+			 &b->how)) {
+		b->id_flags = 0; /* a cache value has no identities */
+		b->cached = 1;
+		return cached;
+	}
+	return ask_server(req, plen, access, qflags, b);
 }
 
 int kiln_ask(const char *abspath, unsigned access, unsigned qflags)
