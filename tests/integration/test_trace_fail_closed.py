@@ -3,7 +3,9 @@ canonical form reaches PATH_MAX (a symlink into a deep tree, a cwd of about
 4,094 bytes) makes the server's lstat fail with ENAMETOOLONG; only a real
 ENOENT/ENOTDIR may be taken as "does not exist" (ALLOW, the kernel fails the
 call). Anything else is refused, so a hidden file is never readable that way:
-here a symlink at the bottom of a deep build tree points at a hidden file.
+here a symlink at the bottom of a deep build tree points at a hidden file,
+reached by open (from a deep cwd and through a short link), stat, access and
+exec.
 As root and as nobody."""
 import os
 
@@ -65,6 +67,17 @@ if deep:
     show("cwd-absent", lambda: os.open("nothere", os.O_RDONLY))
 show("link-hidden", lambda: os.open(sys.argv[3] + "/M/s", os.O_RDONLY))
 show("link-absent", lambda: os.open(sys.argv[3] + "/M/nothere", os.O_RDONLY))
+# other calls through the same links: never an answer about the hidden file
+def meta(name, f):
+    try:
+        f()
+        print(name, "OK", flush=True)
+    except OSError as e:
+        print(name, errno.errorcode[e.errno], flush=True)
+for how, p in (("hidden", sys.argv[3] + "/M/s"), ("absent", sys.argv[3] + "/M/nothere")):
+    meta(f"stat-{how}", lambda: os.stat(p))
+    meta(f"access-{how}", lambda: os.access(p, os.R_OK) or (_ for _ in ()).throw(OSError(errno.ENOENT, "")))
+    print(f"exec-{how}", "status", os.spawnv(os.P_WAIT, p, [p]), flush=True)
 '''
 
 
@@ -82,7 +95,8 @@ def test_long_canonical_paths_never_reach_a_hidden_file(uworld, total):
     assert "foo.h" not in r.stdout, got   # the hidden file's content
     # Never readable: answered as absent (ENOENT, or the absent name's own
     # error) or refused (fail closed).
-    for how in ("cwd", "link"):
+    for how in ("cwd", "link", "stat", "access", "exec"):
         if f"{how}-hidden" in got:
             hid, absent = got[f"{how}-hidden"], got[f"{how}-absent"]
             assert hid in (absent, "ENOENT", "EACCES", "ENAMETOOLONG"), (how, hid, absent)
+    assert got["stat-hidden"] != "OK" and got["access-hidden"] != "OK", got
