@@ -48,7 +48,7 @@
 	 O_CLOEXEC | O_PATH | O_TMPFILE)
 #define OPATH_FLAGS (O_DIRECTORY | O_NOFOLLOW | O_PATH | O_CLOEXEC)
 
-static _Atomic int no_openat2;
+static KT_HOT _Atomic int no_openat2;
 
 typedef int (*open_fn)(const char *, int, ...);
 typedef int (*openat_fn)(int, const char *, int, ...);
@@ -91,7 +91,7 @@ static long call(const struct kt_opener *o, int flags)
 /* The loaded extent of libc, from its link map and the program headers its
  * mapping begins with (read once, without the loader's lock: libc is never
  * unloaded, and its entry is in the list from the start). */
-static _Atomic uintptr_t libc_lo, libc_hi;
+static KT_HOT _Atomic uintptr_t libc_lo, libc_hi;
 
 static void find_libc(void)
 {

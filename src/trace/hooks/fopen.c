@@ -14,8 +14,9 @@
 #include "trace/kt.h"
 #include "trace/rawsys.h"
 
-static void *_Atomic real_fopen, *_Atomic real_fopen64, *_Atomic real_fdopen, *_Atomic real_open64;
-static _Atomic int direct_open64;
+static KT_HOT void *_Atomic real_fopen, *_Atomic real_fopen64, *_Atomic real_fdopen,
+	*_Atomic real_open64;
+static KT_HOT _Atomic int direct_open64;
 
 /* open(2) flags of an fopen mode, as glibc reads it; -1 for a mode fopen
  * refuses (EINVAL) or one left to the real fopen. */
