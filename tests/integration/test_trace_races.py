@@ -21,7 +21,7 @@ from runas import uworld  # noqa: F401 (fixture)
 from tracefix import BUILD
 
 RACER = BUILD / "tests" / "helpers" / "racer"
-SECS = float(os.environ.get("KILN_RACE_SECS", "1"))
+SECS = float(os.environ.get("KILN_RACE_SECS", "0.5"))
 
 
 def counts(line):
