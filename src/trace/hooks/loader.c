@@ -74,7 +74,7 @@ static void put(char *buf, size_t *at, size_t cap, const char *s)
 }
 
 /* ld.so's words for a library it cannot load, and its status. */
-static void fail_as_loader(const char *prog, const char *lib, int err)
+__attribute__((noreturn)) static void fail_as_loader(const char *prog, const char *lib, int err)
 {
 	char msg[KT_PATH_BUF + 256];
 	size_t n = 0;
@@ -86,7 +86,8 @@ static void fail_as_loader(const char *prog, const char *lib, int err)
 		 : err == ENOENT ? ": cannot open shared object file: No such file or directory\n"
 				 : ": cannot open shared object file: Input/output error\n");
 	kt_write(2, msg, n);
-	kt_sys1(SYS_exit_group, 127);
+	for (;;)
+		kt_sys1(SYS_exit_group, 127);
 }
 
 /* Runs this process again under the audit library. Returns only if that
@@ -126,42 +127,79 @@ static void restart_audited(char **argv, const char *audit)
 	kt_sys3(SYS_execve, "/proc/self/exe", argv, env);
 }
 
-/* Whether path is one of the libraries kiln's server found visible for the
- * whole run (KILN_TRUSTED_LIBS: those kiln itself runs with). */
-static int trusted(const char *path, const char *list)
+/* The libraries kiln's server found visible for the whole run
+ * (KILN_TRUSTED_LIBS: those kiln itself runs with), split once so that each
+ * loaded object costs a length compare per entry, not a scan of the list. */
+#define TRUSTED_MAX 64
+
+struct trusted {
+	const char *at[TRUSTED_MAX];
+	unsigned short len[TRUSTED_MAX];
+	int n;
+};
+
+static void trusted_split(const char *list, struct trusted *t)
+{
+	t->n = 0;
+	for (const char *p = list; p && *p && t->n < TRUSTED_MAX;) {
+		const char *e = p;
+		while (*e && *e != ':')
+			e++;
+		if (e - p < 65535) {
+			t->at[t->n] = p;
+			t->len[t->n++] = (unsigned short)(e - p);
+		}
+		p = *e ? e + 1 : e;
+	}
+}
+
+static int has_slash(const char *s)
+{
+	while (*s && *s != '/')
+		s++;
+	return *s == '/';
+}
+
+static int trusted(const struct trusted *t, const char *path)
 {
 	size_t pl = strlen(path);
-	for (const char *p = list; p && *p;) {
-		size_t n = strcspn(p, ":");
-		if (n == pl && !memcmp(p, path, n))
+	for (int i = 0; i < t->n; i++)
+		if (t->len[i] == pl && !memcmp(t->at[i], path, pl))
 			return 1;
-		p += n + (p[n] == ':');
-	}
 	return 0;
+}
+
+/* A loaded library must not be: start again audited, or end as ld.so would.
+ * Never returns. Out of line: its buffers stay off the common frame. */
+__attribute__((noinline, noreturn)) static void hidden_library(char **argv, const char *lib, int e)
+{
+	char audit[KT_PATH_BUF];
+	if (audit_path(audit, sizeof audit) == 0 && !audited(audit) && argv)
+		restart_audited(argv, audit);
+	fail_as_loader(argv ? argv[0] : NULL, lib, e);
+	__builtin_unreachable();
 }
 
 static void check_loaded(char **argv)
 {
-	const char *ok = kt_env(KILN_ENV_TRUSTED);
+	struct trusted ok;
+	trusted_split(kt_env(KILN_ENV_TRUSTED), &ok);
 	for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
 		/* the program (""), the vDSO (no slash), kiln itself, and what
 		 * the server said may be skipped */
-		if (!l->l_name || !strchr(l->l_name, '/') || l->l_ld == _DYNAMIC ||
-		    trusted(l->l_name, ok))
+		if (!l->l_name || !has_slash(l->l_name) || l->l_ld == _DYNAMIC ||
+		    trusted(&ok, l->l_name))
 			continue;
-		char abs[KT_PATH_BUF];
-		if (kt_path_at(AT_FDCWD, l->l_name, abs) < 0)
+		struct kt_question q;
+		int n = kt_path_at(AT_FDCWD, l->l_name, q.path);
+		if (n < 0)
 			continue; /* the loader opened it: it is there, or past PATH_MAX */
-		int v = kiln_ask(abs, KILN_A_READ, 0);
+		int v = kt_ask_question(&q, (size_t)n, KILN_A_READ, 0);
 		if (v == KILN_V_ERROR)
 			return; /* no server: every file access fails (EIO) and says so */
 		int e = kt_verdict_errno(v, KILN_A_READ);
-		if (!e)
-			continue;
-		char audit[KT_PATH_BUF];
-		if (audit_path(audit, sizeof audit) == 0 && !audited(audit) && argv)
-			restart_audited(argv, audit);
-		fail_as_loader(argv ? argv[0] : NULL, l->l_name, e);
+		if (e)
+			hidden_library(argv, l->l_name, e);
 	}
 }
 
@@ -172,7 +210,7 @@ static void check_expected(char **argv, char **envp)
 {
 	const char *want = NULL;
 	for (char **e = envp; e && *e; e++)
-		if (!strncmp(*e, KILN_ENV_EXEC_EXPECT "=", sizeof KILN_ENV_EXEC_EXPECT))
+		if ((*e)[0] == 'K' && !memcmp(*e, KILN_ENV_EXEC_EXPECT "=", sizeof KILN_ENV_EXEC_EXPECT))
 			want = *e + sizeof KILN_ENV_EXEC_EXPECT;
 	if (!want)
 		return;
