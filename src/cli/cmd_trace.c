@@ -202,8 +202,10 @@ static const char *old_json_file(struct cliparse *p)
 	return NULL;
 }
 
-/* Returns 0 to run, 1 when --help or --version was answered, else the exit
- * status of a usage error (reported). */
+#define RUN (-1) /* parse_args: go on and run the command */
+
+/* Returns RUN, or the exit status when there is nothing to run: --help or
+ * --version answered, a usage error reported. */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	struct cliparse p;
@@ -214,13 +216,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		char *val = (char *)p.value;
 		switch (id) {
 		case CLIOPT_ERROR:
-			return CLIOPT_EXIT_USAGE;
 		case CLIOPT_HELP:
-			usage(stdout);
-			return 1;
 		case CLIOPT_VERSION:
-			cliopt_print_version(stdout);
-			return 1;
+			return cliopt_answer(id, usage, stdout);
 		case OPT_REPORT_ONLY: o->report_only = true; break;
 		case OPT_STRICT: o->strict = true; break;
 		case OPT_NO_CACHE: o->no_cache = true; break;
@@ -242,7 +240,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case OPT_LOG: o->log = val; break;
 		case OPT_DEPS:
 			if (add_deps(o, val) < 0)
-				return -1;
+				return EXIT_KILN;
 			break;
 		case OPT_PROFILE:
 			if (!strcmp(val, "chroot"))
@@ -258,7 +256,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				return cliopt_usage(&p, "--keep-env takes a variable name, not '%s'", val);
 			const char **k = realloc(o->keep_env, (o->nkeep_env + 1) * sizeof *k);
 			if (!k)
-				return -1;
+				return EXIT_KILN;
 			o->keep_env = k;
 			o->keep_env[o->nkeep_env++] = val;
 			break;
@@ -274,7 +272,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case OPT_DENY: {
 			enum policy_action act;
 			if (policy_parse_action(p.opt + 2, &act) < 0 || add_rule(o, act, val) < 0)
-				return -1;
+				return EXIT_KILN;
 			break;
 		}
 		}
@@ -307,7 +305,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	if (o->nkeep_env && o->profile != REGISTRY_PROFILE_CHROOT)
 		return cliopt_usage(&p, "--keep-env applies to --profile chroot only (the host "
 					"profile keeps the whole environment)");
-	return 0;
+	return RUN;
 }
 
 /* Makes a path absolute against the current directory (output files are
@@ -441,8 +439,9 @@ static int run_trace(struct opts *op);
 int cmd_trace(int argc, char **argv)
 {
 	struct opts o = { 0 };
-	int p = parse_args(argc, argv, &o);
-	int rc = p < 0 ? EXIT_KILN : p == 1 ? 0 : p ? p : run_trace(&o);
+	int rc = parse_args(argc, argv, &o);
+	if (rc == RUN)
+		rc = run_trace(&o);
 	opts_free(&o);
 	return rc;
 }
