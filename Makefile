@@ -1,8 +1,8 @@
 # kiln — one non-recursive Makefile.
 #
 #   make            build build/kiln, build/libkiln-trace.so and the man pages
-#   make check      unit tests (cmocka) + end-to-end tests (pytest)
-#   make check-deb  build the Debian package, unpack it, run what it installed
+#   make check      unit tests (cmocka) + end-to-end tests (pytest) + check-deb
+#   make check-deb  build the Debian package, lintian, unpack it, run what it installed
 #   make demo       build kiln and run its main job on a real example
 #   make bench      every benchmark (or bench-shm, bench-registry, bench-meta,
 #                   bench-preload, bench-trace: docs/benchmarks.md)
@@ -58,11 +58,11 @@ endif
 
 CFLAGS  ?=
 LDFLAGS ?=
-ALL_CFLAGS  = $(BASE_CFLAGS) $(OPT_CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) $(CFLAGS)
+ALL_CFLAGS  = $(BASE_CFLAGS) $(OPT_CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 # Code that runs inside other programs (the preload library and the helper
 # programs it is tested with) is never sanitized: a sanitizer runtime cannot be
 # preloaded into arbitrary programs.
-NOSAN_CFLAGS = $(BASE_CFLAGS) -O2 $(PKG_CFLAGS) $(CFLAGS)
+NOSAN_CFLAGS = $(BASE_CFLAGS) -O2 $(PKG_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 
 # ---- version: debian/changelog's, plus `git describe` in a git checkout ----
 # (braces: the sed script's parentheses would end a $(shell ...))
@@ -202,7 +202,9 @@ $(BENCH_STANDALONE): $(BUILD)/bench/%: bench/%.c | $(BUILD)/.deps-build-ok
 	$(CC) $(NOSAN_CFLAGS) -o $@ $< -lpthread
 
 # ---- tests ---------------------------------------------------------------
-check: unit integration
+# The packaging test runs after the others (a package build takes both
+# cores), and not under a sanitizer (the package is built without one).
+check: unit integration $(if $(SAN),,check-deb)
 
 unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
@@ -228,9 +230,9 @@ bench-%: all $(BENCH_BINS)
 	@mkdir -p bench/out
 	KILN_BUILD=$(abspath $(BUILD)) bench/run-$*
 
-# The Debian package built and unpacked, its programs run from there (slow:
-# a full build of the package; .ci/run runs it after make check).
-check-deb: | $(BUILD)/.deps-test-ok
+# The Debian package built (from a copy of the tree), checked by lintian,
+# unpacked with dpkg -x, its programs run from there: about 40 s.
+check-deb: | $(BUILD)/.deps-test-ok $(if $(filter check,$(MAKECMDGOALS)),integration)
 	$(PYTHON) -m pytest -q tests/package
 
 # ---- install: the files the Debian package holds (debian/rules runs this) --
