@@ -485,8 +485,7 @@ static int run_trace(struct opts *op)
 	}
 	cli_config_free(&cfg);
 
-	const char *tmp = getenv("TMPDIR");
-	snprintf(rundir, sizeof rundir, "%s/kiln-trace.XXXXXX", tmp && tmp[0] == '/' ? tmp : "/tmp");
+	snprintf(rundir, sizeof rundir, "%s/kiln-trace.XXXXXX", trace_rundir_base());
 	if (!mkdtemp(rundir)) {
 		fprintf(stderr, "kiln trace: cannot create a run directory %s: %s\n", rundir, strerror(errno));
 		goto fail;
