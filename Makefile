@@ -190,9 +190,12 @@ PRELOAD_MAP := $(BUILD)/libkiln-trace.map
 $(PRELOAD_MAP): src/trace/hooks/exports.sh src/trace/hooks/hooks.def $(wildcard src/trace/hooks/*.c)
 	@mkdir -p $(@D)
 	sh src/trace/hooks/exports.sh "$(CC)" src/trace/hooks > $@.tmp && mv $@.tmp $@
+# Debian's hardening flags ask for -z now (LDFLAGS): not for this library.
+comma := ,
+PRELOAD_LDFLAGS = $(filter-out -Wl$(comma)-z$(comma)now -Wl$(comma)-znow,$(LDFLAGS))
 $(PRELOAD): $(call objnosan,$(TRACE_SRC) $(SHM_SRC) $(IPC_SRC)) $(PRELOAD_MAP)
 	$(CC) -shared -nostartfiles -Wl,-z,defs -Wl,-Bsymbolic-functions -Wl,-z,noseparate-code \
-	    -Wl,--version-script=$(PRELOAD_MAP) $(LDFLAGS) \
+	    -Wl,--version-script=$(PRELOAD_MAP) $(PRELOAD_LDFLAGS) \
 	    -o $@ $(filter %.o,$^) -ldl -lpthread
 
 $(BUILD)/tests/unit/%: tests/unit/%.c $(call obj,$(UNIT_SUPPORT)) $(LIBTRACECORE) $(LIBKILN) \
