@@ -70,7 +70,10 @@ static void usage(FILE *out)
 "  --policy FILE             policy file (docs/policy.md), applied after the\n"
 "                            defaults and before the options above\n"
 "  --report-only             hide and refuse nothing, report what would be\n"
-"  --strict                  exit non-zero if anything was hidden or refused\n"
+"  --strict                  exit 1 if the build reached for hidden files that\n"
+"                            count (ranked; not the known harmless probes) or\n"
+"                            had writes refused\n"
+"  --quiet                   the text report is the verdict line only\n"
 "  --json FILE               write the report as JSON\n"
 "  --log FILE                write every path touched with its access classes\n"
 "  --report FILE             write the text report to FILE instead of stderr\n"
@@ -88,7 +91,9 @@ static void usage(FILE *out)
 "  --help                    this text\n"
 "\n"
 "The build directory (writable) is the current directory. The report goes to\n"
-"standard error (or --report FILE).\n");
+"standard error (or --report FILE), after the build, between a line starting\n"
+"'=== kiln trace report' and the verdict line '=== kiln trace verdict: ...';\n"
+"coloured on a terminal unless NO_COLOR is set (docs/trace-report.md).\n");
 }
 
 struct cli_rule {
@@ -110,7 +115,7 @@ struct opts {
 	const char *policy_file;
 	bool unknown_set;
 	enum policy_unknown unknown;
-	bool report_only, strict, no_refresh, no_cache, stats;
+	bool report_only, strict, quiet, no_refresh, no_cache, stats;
 	const char *json, *log, *report;
 	char *json_abs, *log_abs, *report_abs; /* owned copies made absolute */
 	char **command;
@@ -172,6 +177,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		}
 		if (!strcmp(a, "--strict")) {
 			o->strict = true;
+			continue;
+		}
+		if (!strcmp(a, "--quiet")) {
+			o->quiet = true;
 			continue;
 		}
 		if (!strcmp(a, "--no-cache")) {
@@ -440,6 +449,7 @@ static int run_trace(struct opts *op)
 		o.db = registry_default_path(dbbuf, sizeof dbbuf);
 	if (check_outputs(&o) < 0)
 		return 2;
+	const char *json_name = o.json, *log_name = o.log;
 	o.json = absolute(o.json, cwd, &op->json_abs);
 	o.log = absolute(o.log, cwd, &op->log_abs);
 	o.report = absolute(o.report, cwd, &op->report_abs);
@@ -503,14 +513,23 @@ static int run_trace(struct opts *op)
 			dup2(null, 0);
 			close(null);
 		}
+		char **benv = o.profile == REGISTRY_PROFILE_CHROOT
+				      ? buildenv_sbuild(environ, o.keep_env, o.nkeep_env) : NULL;
+		const char *build_path = getenv("PATH");
+		for (size_t k = 0; benv && benv[k]; k++)
+			if (!strncmp(benv[k], "PATH=", 5))
+				build_path = benv[k] + 5;
 		struct trace_server_config cfg = {
 			.db = o.db, .deps = o.deps, .ndeps = o.ndeps, .control = o.control,
 			.profile = o.profile,
 			.policy = &policy, .report_only = o.report_only, .json = o.json,
 			.log = o.log, .report = o.report, .socket = sock, .rundir = rundir,
+			.json_name = json_name, .log_name = log_name, .quiet = o.quiet,
+			.build_path = build_path,
 			.stats = o.stats, .cache = o.no_cache || o.report_only ? NULL : cache,
 		};
 		int rc = trace_server_main(&cfg, ready[1], life[0]);
+		free(benv);
 		fflush(NULL);
 		_exit(rc);
 	}
@@ -623,7 +642,8 @@ static int run_trace(struct opts *op)
 		return status ? status : EXIT_KILN;
 	}
 	if (o.strict && WEXITSTATUS(server_status) == TRACE_SERVER_VIOLATIONS && status == 0) {
-		fprintf(stderr, "kiln trace: --strict: the build reached for hidden files or refused writes\n");
+		fprintf(stderr, "kiln trace: --strict: the build reached for hidden files that count "
+				"(ranked in the report) or had writes refused\n");
 		return 1;
 	}
 	return status;
