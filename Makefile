@@ -2,6 +2,7 @@
 #
 #   make            build build/kiln and build/libkiln-trace.so
 #   make check      unit tests (cmocka) + end-to-end tests (pytest)
+#   make check-packages  real Debian packages built under kiln trace (slow)
 #   make demo       build kiln and run its main job on a real example
 #   make bench      every benchmark (or bench-shm, bench-registry, bench-meta,
 #                   bench-preload, bench-trace: docs/benchmarks.md)
@@ -81,7 +82,7 @@ BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 # under the preload library), and built for the tests too (test_bench_harness).
 BENCH_STANDALONE := $(BUILD)/bench/trace_micro $(BUILD)/bench/calibrate
 
-.PHONY: all deps check unit integration demo bench install clean
+.PHONY: all deps check check-packages unit integration demo bench install clean
 .DEFAULT_GOAL := all
 
 all: $(KILN) $(PRELOAD)
@@ -155,6 +156,12 @@ unit: $(UNIT_BINS)
 integration: all $(HELPER_BINS) $(BENCH_STANDALONE)
 	KILN_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q tests/integration
 	KILN_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q --kiln-no-cache tests/integration/test_trace_*.py
+
+# Real Debian source packages built under kiln trace (minutes; installs
+# missing build dependencies as root under /tmp/kiln-bench.lock): the
+# report's verdict, ranking and unused list (tests/packages).
+check-packages: all
+	KILN_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q tests/packages
 
 # ---- demo and benchmarks -------------------------------------------------
 demo: all

@@ -524,7 +524,7 @@ static int run_trace(struct opts *op)
 			.profile = o.profile,
 			.policy = &policy, .report_only = o.report_only, .json = o.json,
 			.log = o.log, .report = o.report, .socket = sock, .rundir = rundir,
-			.json_name = json_name, .log_name = log_name, .quiet = o.quiet,
+			.json_name = json_name, .log_name = log_name, .quiet = o.quiet, .strict = o.strict,
 			.build_path = build_path,
 			.stats = o.stats, .cache = o.no_cache || o.report_only ? NULL : cache,
 		};
@@ -642,8 +642,10 @@ static int run_trace(struct opts *op)
 		return status ? status : EXIT_KILN;
 	}
 	if (o.strict && WEXITSTATUS(server_status) == TRACE_SERVER_VIOLATIONS && status == 0) {
-		fprintf(stderr, "kiln trace: --strict: the build reached for hidden files that count "
-				"(ranked in the report) or had writes refused\n");
+		/* The text report on stderr says so before its verdict. */
+		if (o.report)
+			fprintf(stderr, "kiln trace: --strict: the build reached for hidden files that "
+					"count (ranked in the report) or had writes refused\n");
 		return 1;
 	}
 	return status;

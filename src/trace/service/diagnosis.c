@@ -521,13 +521,14 @@ static char *make_verdict(const struct trace_diagnosis *d, const struct diag_inp
 		if (d->cause.node && d->cause.proof) {
 			char why[1024];
 			trace_describe_proof(t, d->cause.proof, in->build_dir, why, sizeof why);
-			add(&b, ", most likely on %s hidden (%s: %s)", d->cause.node, d->cause.group, why);
+			add(&b, ", most likely because %s was hidden (%s: %s)", d->cause.node, d->cause.group,
+			    why);
 		} else if (d->cause.node) {
 			char who[256];
 			trace_who(t, d->cause.f->client, in->build_dir, who, sizeof who);
-			add(&b, ", most likely on the refused write to %s (by %s)", d->cause.node, who);
+			add(&b, ", most likely because a write to %s was refused (by %s)", d->cause.node, who);
 		} else {
-			add(&b, ", on nothing kiln hid or refused");
+			add(&b, ", and kiln hid or refused nothing that counts");
 		}
 	} else if (d->exit_status < 0) {
 		add(&b, "; the build's exit status is unknown");
@@ -584,7 +585,9 @@ int trace_diagnose(const struct diag_input *in, struct trace_diagnosis *d, FILE 
 	if (d->exit_status > 0)
 		find_cause(d, t);
 
-	if (in->reg && in->closure && t->ndeclared) {
+	/* A failed build stopped before it used what it needed later: its
+	 * unused list would be wrong. */
+	if (in->reg && in->closure && t->ndeclared && d->exit_status == 0) {
 		char err[1024];
 		struct registry_pkgset touched = { 0 };
 		size_t *idx = calloc(t->ndeclared, sizeof *idx);

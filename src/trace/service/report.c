@@ -315,7 +315,8 @@ void tracelog_write_text(const struct tracelog *t, const struct trace_diagnosis 
 	if (t->nevents > TEXT_LINES)
 		print_more(out, st, t->nevents - TEXT_LINES);
 	if (!d->unused_known) {
-		fputs("  unused Build-Depends: not worked out\n", out);
+		fprintf(out, "  unused Build-Depends: not worked out%s\n",
+			d->exit_status != 0 ? " (the build did not succeed)" : "");
 	} else {
 		fprintf(out, "  unused Build-Depends (none of their files reached): %s", d->nunused ? "" : "none");
 		for (size_t i = 0; i < d->nunused; i++) {
@@ -332,6 +333,9 @@ void tracelog_write_text(const struct tracelog *t, const struct trace_diagnosis 
 	if (t->failures)
 		fprintf(out, "; %lu undecidable (refused)", t->failures);
 	fprintf(out, "; server CPU %.2f s\n", t->server_cpu);
+	if (st->strict && d->violations && d->exit_status == 0)
+		fprintf(out, "  --strict: exit status 1: %lu finding%s that count (ranked hidden paths, "
+			"refused writes)\n", d->violations, d->violations == 1 ? "" : "s");
 	tracelog_write_verdict(d, st, out);
 done:
 	free(ref);

@@ -17,6 +17,7 @@
 struct report_style {
 	bool colour;            /* ANSI colours: the report goes to a terminal, NO_COLOR unset */
 	bool quiet;             /* the verdict line only */
+	bool strict;            /* say, before the verdict, when --strict fails the run */
 	const char *json, *log; /* named where a shortened section says the rest is */
 	const char *build_dir;  /* scripts are named relative to it */
 };

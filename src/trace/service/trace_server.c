@@ -151,8 +151,8 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	if (trace_diagnose(&din, &diag, stderr) < 0)
 		fprintf(stderr, "kiln trace: out of memory working out the report's verdict\n");
 	rc = diag.violations ? TRACE_SERVER_VIOLATIONS : TRACE_SERVER_CLEAN;
-	struct report_style style = { .quiet = cfg->quiet, .json = cfg->json_name, .log = cfg->log_name,
-				      .build_dir = din.build_dir };
+	struct report_style style = { .quiet = cfg->quiet, .strict = cfg->strict, .json = cfg->json_name,
+				      .log = cfg->log_name, .build_dir = din.build_dir };
 	if (write_text_report(&ts->log, &diag, &style, cfg->report, err, sizeof err) < 0) {
 		fprintf(stderr, "kiln trace: %s\n", err);
 		rc = TRACE_SERVER_FAILED;

@@ -28,6 +28,7 @@ struct trace_server_config {
 	const char *report;          /* --report file for the text report, or NULL: stderr */
 	const char *json_name, *log_name; /* --json and --log as the user wrote them (named in the report) */
 	bool quiet;                  /* --quiet: the text report is the verdict line only */
+	bool strict;                 /* --strict: the report says when it fails the run */
 	const char *build_path;      /* the build's PATH (commands looked up in it are evidence) */
 	const char *socket;          /* where to listen */
 	const char *cache;           /* the verdict cache map to create, or NULL (--no-cache) */
