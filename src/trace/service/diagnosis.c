@@ -534,7 +534,7 @@ static char *make_verdict(const struct trace_diagnosis *d, const struct diag_inp
 		add(&b, "; the build's exit status is unknown");
 	}
 	if (d->nunused) {
-		add(&b, "; unused Build-Depends: ");
+		add(&b, "; unused %s: ", d->unused_label);
 		for (size_t i = 0; i < d->nunused; i++)
 			add(&b, "%s%s", i ? ", " : "", d->unused[i]);
 	}
@@ -550,7 +550,8 @@ static char *make_verdict(const struct trace_diagnosis *d, const struct diag_inp
 int trace_diagnose(const struct diag_input *in, struct trace_diagnosis *d, FILE *warn)
 {
 	const struct tracelog *t = in->log;
-	*d = (struct trace_diagnosis){ .exit_status = in->exit_status };
+	*d = (struct trace_diagnosis){ .exit_status = in->exit_status,
+				       .unused_label = in->control ? "Build-Depends" : "declared dependencies" };
 	int rc = -1;
 	size_t n = 0;
 	struct item *v = calloc(t->hidden.n + 1, sizeof *v);

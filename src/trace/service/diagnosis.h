@@ -47,7 +47,8 @@ struct trace_diagnosis {
 	size_t nharmless_nodes;    /* hidden nodes that are harmless probes only */
 	const char **unused;       /* declared packages none of whose files were used */
 	size_t nunused;
-	bool unused_known;         /* false: could not be worked out (no registry, error) */
+	bool unused_known;         /* false: not worked out (no registry, a failed build, an error) */
+	const char *unused_label;  /* "Build-Depends" (from debian/control) or "declared dependencies" */
 	int exit_status;           /* the build's (128+N for signal N), -1 unknown */
 	struct diag_cause cause;   /* set when exit_status > 0 */
 	unsigned long violations;  /* hidden nodes that count + refused writes: what --strict counts */

@@ -85,7 +85,7 @@ enum trace_evidence trace_evidence_bound(unsigned access)
 		return EV_READ;
 	if (access & KILN_A_STAT)
 		return EV_COMMAND;
-	return EV_DIR;
+	return EV_DIR; /* a listing */
 }
 
 enum trace_evidence trace_evidence_of(const char *path, unsigned access,
@@ -100,7 +100,7 @@ enum trace_evidence trace_evidence_of(const char *path, unsigned access,
 			st = target;
 	}
 	if (S_ISDIR(st.st_mode))
-		return access & (KILN_A_READ | KILN_A_LIST | KILN_A_WRITE) ? EV_DIR : EV_STAT;
+		return EV_DIR; /* a stat is how ls, test -d and find start */
 	if (access & KILN_A_EXEC)
 		return EV_EXEC;
 	if (access & (KILN_A_READ | KILN_A_WRITE))

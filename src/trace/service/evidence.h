@@ -13,7 +13,7 @@ enum trace_evidence {
 	EV_READ,        /* opened for reading (or writing) */
 	EV_COMMAND,     /* looked up as a command: a stat of an executable in a PATH directory */
 	EV_DIR,         /* a directory of the package opened, listed or looked at */
-	EV_STAT,        /* a stat of an existing file, nothing more */
+	EV_STAT,        /* a stat of an existing file (not a directory), nothing more */
 	EV_ABSENT,      /* only a name that does not exist, below a hidden directory:
 			 * hidden or not, the build got ENOENT */
 	EV_NONE,        /* no evidence recorded */

@@ -315,10 +315,11 @@ void tracelog_write_text(const struct tracelog *t, const struct trace_diagnosis 
 	if (t->nevents > TEXT_LINES)
 		print_more(out, st, t->nevents - TEXT_LINES);
 	if (!d->unused_known) {
-		fprintf(out, "  unused Build-Depends: not worked out%s\n",
+		fprintf(out, "  unused %s: not worked out%s\n", d->unused_label,
 			d->exit_status != 0 ? " (the build did not succeed)" : "");
 	} else {
-		fprintf(out, "  unused Build-Depends (none of their files reached): %s", d->nunused ? "" : "none");
+		fprintf(out, "  unused %s (none of their files reached): %s", d->unused_label,
+			d->nunused ? "" : "none");
 		for (size_t i = 0; i < d->nunused; i++) {
 			fputs(i ? ", " : "", out);
 			put_text_cstr(out, d->unused[i]);
