@@ -519,10 +519,15 @@ static char *make_verdict(const struct trace_diagnosis *d, const struct diag_inp
 			add(&b, ": killed by signal %d", d->exit_status - 128);
 		add(&b, ")");
 		if (d->cause.node && d->cause.proof) {
+			/* Its proof is said already when it is its package's. */
+			const struct diag_group *cg = find_group(d, d->cause.group);
 			char why[1024];
 			trace_describe_proof(t, d->cause.proof, in->build_dir, why, sizeof why);
-			add(&b, ", most likely because %s was hidden (%s: %s)", d->cause.node, d->cause.group,
-			    why);
+			if (cg && cg->proof == d->cause.proof && !cg->brought_by)
+				add(&b, ", most likely because %s was hidden (%s)", d->cause.node, d->cause.group);
+			else
+				add(&b, ", most likely because %s was hidden (%s: %s)", d->cause.node,
+				    d->cause.group, why);
 		} else if (d->cause.node) {
 			char who[256];
 			trace_who(t, d->cause.f->client, in->build_dir, who, sizeof who);
