@@ -142,7 +142,7 @@ def test_a_package_installed_between_runs_can_be_declared(kiln_bin, dpkg):
     r = run([kiln_bin, "trace", "--db", dpkg.db, "--no-refresh", "--deps", "base,gamma", "--",
              "touch", "RAN"], cwd=dpkg.build)
     assert r.returncode != 0 and "gamma" in r.stderr and not (dpkg.build / "RAN").exists()
-    r = run([kiln_bin, "trace", "--db", dpkg.db, "--deps", "base,gamma", "--json", "r.json", "--",
+    r = run([kiln_bin, "trace", "--db", dpkg.db, "--deps", "base,gamma", "--json", "-o", "r.json", "--",
              "touch", "RAN"], cwd=dpkg.build)
     assert r.returncode == 0, r.stderr
     assert "re-imported" in r.stderr and (dpkg.build / "RAN").exists()

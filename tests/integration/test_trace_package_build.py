@@ -108,7 +108,7 @@ def test_dpkg_buildpackage_writes_its_artifacts_beside_the_tree(kiln_bin, dpkg_d
             else ["--deps", "debhelper"])
     # --strict: what dpkg-buildpackage reaches for whatever the package
     # (gpg, optional Perl modules...) is a known harmless probe
-    r = run([kiln_bin, "trace", "--db", dpkg_db, *deps, "--strict", "--json", "../report.json",
+    r = run([kiln_bin, "trace", "--db", dpkg_db, *deps, "--strict", "--json", "-o", "../report.json",
              "--", "dpkg-buildpackage", "-b", "-uc", "-us"], cwd=src, env=build_env(), timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-5000:]
     made = sorted(os.listdir(scratch))

@@ -113,7 +113,7 @@ def report(w, name="r.json"):
 
 
 def test_ranking_by_evidence(world):
-    r = trace(world, SCRIPT_ALL, "--json", "r.json")
+    r = trace(world, SCRIPT_ALL, "--json", "-o", "r.json")
     assert r.returncode == 0, r.stderr
     rep = report(world)
     assert rep["schema_version"] == 2
@@ -147,7 +147,7 @@ def test_ranking_by_evidence(world):
 
 
 def test_unused_declared_packages(world):
-    r = trace(world, SCRIPT_ALL, "--json", "r.json")
+    r = trace(world, SCRIPT_ALL, "--json", "-o", "r.json")
     rep = report(world)
     # libdep-dev: its file read; meta: only what it brings (impl) was read
     assert rep["unused"] == ["libunused-dev"], r.stderr
@@ -156,7 +156,7 @@ def test_unused_declared_packages(world):
 
 
 def test_unused_not_claimed_for_a_failed_build(world):
-    r = trace(world, "cat $SYS/usr/include/dep.h >/dev/null; exit 4", "--json", "r.json")
+    r = trace(world, "cat $SYS/usr/include/dep.h >/dev/null; exit 4", "--json", "-o", "r.json")
     assert r.returncode == 4
     assert report(world)["unused"] is None
     assert "unused declared dependencies: not worked out (the build did not succeed)" in r.stderr
@@ -164,7 +164,7 @@ def test_unused_not_claimed_for_a_failed_build(world):
 
 def test_complete_and_strict_with_harmless_probes_only(world):
     script = "./dpkg-buildpackage; test -e $SYS/usr/lib/absentpkg/Foo.pmc; cat $SYS/usr/include/dep.h"
-    r = trace(world, script, "--strict", "--json", "r.json", deps="libdep-dev")
+    r = trace(world, script, "--strict", "--json", "-o", "r.json", deps="libdep-dev")
     assert r.returncode == 0, r.stderr
     rep = report(world)
     assert rep["verdict"]["complete"] and rep["verdict"]["text"] == "Build-Depends look complete"
@@ -188,7 +188,7 @@ def test_quiet_prints_only_the_verdict(world):
 
 
 def test_failed_build_names_the_access_behind_it(world):
-    r = trace(world, "cat $SYS/usr/include/read.h 2>/dev/null; exit 2", "--json", "r.json",
+    r = trace(world, "cat $SYS/usr/include/read.h 2>/dev/null; exit 2", "--json", "-o", "r.json",
               deps="libdep-dev")
     assert r.returncode == 2
     v = report(world)["verdict"]
@@ -203,14 +203,14 @@ def test_failed_build_names_the_access_behind_it(world):
 def test_refused_write_outranks_a_read_as_the_cause(world):
     script = ("cat $SYS/usr/include/read.h 2>/dev/null; echo x > $SYS/usr/include/new.h 2>/dev/null; "
               "cat $SYS/usr/include/read.h 2>/dev/null; exit 1")
-    r = trace(world, script, "--json", "r.json", deps="libdep-dev")
+    r = trace(world, script, "--json", "-o", "r.json", deps="libdep-dev")
     v = report(world)["verdict"]
     assert v["cause"]["kind"] == "refused write" and v["cause"]["path"] == f"{world.sys}/usr/include/new.h"
     assert "most likely because a write to " + f"{world.sys}/usr/include/new.h was refused (by sh)" in v["text"]
 
 
 def test_no_cause_when_nothing_counts(world):
-    r = trace(world, "./dpkg-buildpackage; exit 3", "--json", "r.json", deps="libdep-dev")
+    r = trace(world, "./dpkg-buildpackage; exit 3", "--json", "-o", "r.json", deps="libdep-dev")
     assert r.returncode == 3
     v = report(world)["verdict"]
     assert v["cause"] is None
@@ -220,7 +220,7 @@ def test_no_cause_when_nothing_counts(world):
 
 def test_a_dependency_of_another_hidden_package_is_shown_under_it(world):
     script = "cat $SYS/usr/include/low.h $SYS/usr/include/top.h 2>/dev/null; true"
-    r = trace(world, script, "--json", "r.json", deps="libdep-dev")
+    r = trace(world, script, "--json", "-o", "r.json", deps="libdep-dev")
     rep = report(world)
     pk = {p["name"]: p for p in rep["packages"]}
     assert pk["low"]["brought_by"] == "top" and pk["top"]["brought_by"] is None
@@ -233,7 +233,7 @@ def test_alternative_and_virtual_package_advice(world):
     control = world.build / "control"
     control.write_text("Source: x\nBuild-Depends: liba-dev | libb-dev, virt\n")
     script = "cat $SYS/usr/include/alt-b.h $SYS/usr/include/prov2.h 2>/dev/null; true"
-    r = trace(world, script, "--json", "r.json", "--deps-from-control", control, "--keep-env", "SYS",
+    r = trace(world, script, "--json", "-o", "r.json", "--deps-from-control", control, "--keep-env", "SYS",
               deps=None)
     rep = report(world)
     assert rep["declared"][:2] == ["liba-dev", "virt"], rep["declared"]
@@ -252,13 +252,13 @@ def test_alternative_and_virtual_package_advice(world):
 def test_shortened_sections_say_where_the_rest_is(world):
     many = sorted(os.listdir(world.sys / "usr" / "share" / "many"))
     script = " ".join(f"test -e $SYS/usr/share/many/{f};" for f in many) + " true"
-    r = trace(world, script, "--json", "out.json", deps="libdep-dev")
+    r = trace(world, script, "--json", "-o", "out.json", deps="libdep-dev")
     assert "    ... and 3 more (all in out.json)\n" in r.stderr
     r = trace(world, script, "--log", "paths.log", deps="libdep-dev")
     assert "    ... and 3 more (every path in paths.log)\n" in r.stderr
     r = trace(world, script, deps="libdep-dev")
-    assert "    ... and 3 more (--json FILE lists them all)\n" in r.stderr
-    r = trace(world, script, "--json", "-", deps="libdep-dev")
+    assert "    ... and 3 more (--json -o FILE lists them all)\n" in r.stderr
+    r = trace(world, script, "--json", deps="libdep-dev")
     assert "    ... and 3 more (all in the JSON report on standard output)\n" in r.stderr
 
 
@@ -302,7 +302,7 @@ def test_colour_on_a_terminal_unless_no_color(world):
 
 def test_report_file_holds_the_verdict_and_stderr_only_the_build(world):
     r = trace(world, "echo build-says-hi >&2; cat $SYS/usr/include/read.h 2>/dev/null; true",
-              "--report", "report.txt", "--strict", deps="libdep-dev")
+              "-o", "report.txt", "--strict", deps="libdep-dev")
     assert r.returncode == 1
     assert r.stderr.splitlines()[0] == "build-says-hi"
     assert "kiln trace report" not in r.stderr and "--strict" in r.stderr

@@ -66,7 +66,7 @@ def tree(name, sources, scratch):
 
 def build(kiln_bin, registry, src, *opts):
     r = run([kiln_bin, "trace", "--db", registry, "--deps-from-control", "debian/control",
-             "--json", "../report.json", *opts, "--", "dpkg-buildpackage", "-b", "-uc", "-us"],
+             "--json", "-o", "../report.json", *opts, "--", "dpkg-buildpackage", "-b", "-uc", "-us"],
             cwd=src, env=build_env())
     report = json.loads((src.parent / "report.json").read_text())
     verdict_line = r.stderr.rstrip("\n").split("\n")[-1]

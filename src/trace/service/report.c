@@ -146,7 +146,7 @@ static void print_more(FILE *out, const struct report_style *st, size_t more)
 		put_text_cstr(out, st->log);
 		fputs(")\n", out);
 	} else {
-		fputs("(--json FILE lists them all)\n", out);
+		fputs("(--json -o FILE lists them all)\n", out);
 	}
 }
 
