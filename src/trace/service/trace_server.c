@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/outfile.h"
@@ -148,8 +149,11 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 				  .profile = cfg->profile, .control = cfg->control ? &control : NULL,
 				  .policy = cfg->policy, .exit_status = status,
 				  .build_dir = getcwd(cwd, sizeof cwd) ? cwd : NULL };
+	struct timespec d0, d1;
+	clock_gettime(CLOCK_MONOTONIC, &d0);
 	if (trace_diagnose(&din, &diag, stderr) < 0)
 		fprintf(stderr, "kiln trace: out of memory working out the report's verdict\n");
+	clock_gettime(CLOCK_MONOTONIC, &d1);
 	rc = diag.violations ? TRACE_SERVER_VIOLATIONS : TRACE_SERVER_CLEAN;
 	struct report_style style = { .quiet = cfg->quiet, .strict = cfg->strict, .json = cfg->json_name,
 				      .log = cfg->log_name, .build_dir = din.build_dir };
@@ -157,8 +161,11 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 		fprintf(stderr, "kiln trace: %s\n", err);
 		rc = TRACE_SERVER_FAILED;
 	}
-	if (cfg->stats)
+	if (cfg->stats) {
 		tracelog_write_stats(&ts->log, stderr);
+		fprintf(stderr, "  verdict      %.3f s to rank, diagnose and find the unused (after the build)\n",
+			(double)(d1.tv_sec - d0.tv_sec) + (double)(d1.tv_nsec - d0.tv_nsec) / 1e9);
+	}
 	if (getenv("KILN_TRACE_MEMO_STATS"))
 		fprintf(stderr, "kiln trace: server: walk memo %s: %lu of %lu queries answered from it, "
 				"%zu entries, %lu flushes\n", ts->sbx.memo_walks ? "on" : "off",
