@@ -11,6 +11,7 @@ import tempfile
 import pytest
 
 from conftest import BUILD, ROOT, run
+from scratch_area import writable_by_default
 
 CONTROL = """Source: kilnprobe
 Section: misc
@@ -50,16 +51,6 @@ def dpkg_db(kiln_bin, tmp_path_factory):
     r = run([kiln_bin, "registry", "--db", db, "import", "dpkg"])
     assert r.returncode == 0, r.stderr
     return db
-
-
-def writable_by_default(path):
-    """Whether kiln trace's default policy lets a build write under path."""
-    areas = ["/tmp", "/var/tmp", "/dev", "/proc", "/sys"]
-    areas += [os.environ[v] for v in ("TMPDIR", "XDG_CACHE_HOME", "CCACHE_DIR") if v in os.environ]
-    if "HOME" in os.environ:
-        areas += [os.path.join(os.environ["HOME"], d) for d in (".cache", ".ccache")]
-    real = os.path.realpath(path)
-    return any(real == a or real.startswith(a.rstrip("/") + "/") for a in map(os.path.realpath, areas))
 
 
 @pytest.fixture

@@ -6,11 +6,14 @@ import pathlib
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "integration"))
+from scratch_area import writable_by_default  # noqa: E402
 BUILD = pathlib.Path(os.environ.get("KILN_BUILD", ROOT / "build"))
 # Source packages are fetched once and kept, with bench-trace's.
 CACHE = pathlib.Path(os.environ.get("KILN_BENCH_CACHE", pathlib.Path.home() / ".cache" / "kiln-bench"))
@@ -38,16 +41,6 @@ def fetch(source, *packages):
     if r.returncode != 0:
         pytest.fail(f"cannot fetch {source} or install its build dependencies:\n{r.stderr[-3000:]}")
     return pathlib.Path(r.stdout.strip()) if source != "-" else None
-
-
-def writable_by_default(path):
-    """Whether kiln trace's default policy lets a build write under path."""
-    areas = ["/tmp", "/var/tmp", "/dev", "/proc", "/sys"]
-    areas += [os.environ[v] for v in ("TMPDIR", "XDG_CACHE_HOME", "CCACHE_DIR") if v in os.environ]
-    if "HOME" in os.environ:
-        areas += [os.path.join(os.environ["HOME"], d) for d in (".cache", ".ccache")]
-    real = os.path.realpath(path)
-    return any(real == a or real.startswith(a.rstrip("/") + "/") for a in map(os.path.realpath, areas))
 
 
 @pytest.fixture

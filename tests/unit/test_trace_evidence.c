@@ -197,14 +197,20 @@ static const struct trace_finding *finding(const struct tracelog *t, const char 
 	return f;
 }
 
+/* A trace log whose build PATH is our bin directory. */
+static void log_with_path(struct tracelog *t)
+{
+	tracelog_init(t, false);
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof path, "%s/bin", dir);
+	assert_int_equal(tracelog_set_path(t, path), 0);
+}
+
 static void test_log_keeps_the_strongest_proof_of_each_kind(void **state)
 {
 	(void)state;
 	struct tracelog t;
-	tracelog_init(&t, false);
-	char path[PATH_MAX + 64];
-	snprintf(path, sizeof path, "%s/bin", dir);
-	assert_int_equal(tracelog_set_path(&t, path), 0);
+	log_with_path(&t);
 	int sh = client(&t, "/bin/sh\0./configure", 19, 10);
 	int dpkg = client(&t, "/usr/bin/perl\0/usr/bin/dpkg-buildpackage", 41, 11);
 	/* harmless first (dpkg looks for gpg), then the build runs it */
@@ -233,10 +239,7 @@ static void test_diagnosis_ranks_and_finds_the_cause(void **state)
 {
 	(void)state;
 	struct tracelog t;
-	tracelog_init(&t, false);
-	char path[PATH_MAX + 64];
-	snprintf(path, sizeof path, "%s/bin", dir);
-	assert_int_equal(tracelog_set_path(&t, path), 0);
+	log_with_path(&t);
 	int cc = client(&t, "/usr/lib/gcc/cc1\0x.c", 20, 20);
 	int dpkg = client(&t, "/usr/bin/perl\0/usr/bin/dpkg-shlibdeps", 37, 21);
 	int missing = client(&t, "/bin/bash\0/x/build-aux/missing\0tool", 35, 22);
