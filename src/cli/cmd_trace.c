@@ -104,8 +104,10 @@ static void usage(FILE *out)
 "Runs COMMAND (a build) with every file access checked against a sandbox built\n"
 "from the package registry: files of packages outside the declared dependencies'\n"
 "closure (Essential packages always included) are hidden, writes outside the\n"
-"build directory, /tmp and allowed areas are refused. At the end a report names\n"
-"what the build reached for, by package and process. Exits with COMMAND's status\n"
+"build directory, /tmp and allowed areas are refused. At the end a report ranks\n"
+"the packages the build reached for by evidence, shows known harmless probes\n"
+"apart and ends with a verdict: what the Build-Depends probably miss, why a\n"
+"failed build failed, what they declare unused. Exits with COMMAND's status\n"
 "(128+N if killed by signal N).\n"
 "\n"
 "options:\n");
