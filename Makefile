@@ -3,6 +3,7 @@
 #   make            build build/kiln, build/libkiln-trace.so and the man pages
 #   make check      unit tests (cmocka) + end-to-end tests (pytest) + check-deb
 #   make check-deb  build the Debian package, lintian, unpack it, run what it installed
+#   make check-packages  real Debian packages built under kiln trace (slow)
 #   make demo       build kiln and run its main job on a real example
 #   make bench      every benchmark (or bench-shm, bench-registry, bench-meta,
 #                   bench-preload, bench-trace: docs/benchmarks.md)
@@ -126,7 +127,7 @@ BENCH_STANDALONE := $(BUILD)/bench/trace_micro $(BUILD)/bench/calibrate
 MAN_SRC   := $(wildcard man/*.scd)
 MAN_PAGES := $(patsubst man/%.scd,$(BUILD)/man/%,$(MAN_SRC))
 
-.PHONY: all man deps check check-deb unit integration demo bench install clean
+.PHONY: all man deps check check-deb check-packages unit integration demo bench install clean
 .DEFAULT_GOAL := all
 
 all: $(KILN) $(PRELOAD) man
@@ -230,6 +231,12 @@ unit: $(UNIT_BINS)
 integration: all $(HELPER_BINS) $(BENCH_STANDALONE) | $(BUILD)/.deps-test-ok
 	KILN_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q tests/integration
 	KILN_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q --kiln-no-cache tests/integration/test_trace_*.py
+
+# Real Debian source packages built under kiln trace (minutes; installs
+# missing build dependencies as root under /tmp/kiln-bench.lock): the
+# report's verdict, ranking and unused list (tests/packages).
+check-packages: all
+	KILN_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q tests/packages
 
 # ---- demo and benchmarks -------------------------------------------------
 demo: all

@@ -51,7 +51,7 @@ status=$?
 set -e
 # The report is the end of kiln trace's stderr; the build's own messages
 # come first.
-sed -n '/^kiln trace report/,$p' "$CACHE/trace.err" >&2
+sed -n '/^=== kiln trace report/,$p' "$CACHE/trace.err" >&2
 grep '^kiln trace:' "$CACHE/trace.err" >&2 || true
 say "build exit status: $status (build output: $log and $CACHE/trace.err)"
 say "JSON report: $CACHE/report.json; every path touched: $CACHE/access.log ($(wc -l < "$CACHE/access.log") paths)"
