@@ -13,6 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include "ipc/proto.h"
 #include "trace/service/sandbox.h"
 
 static char root[PATH_MAX], err[1024];
@@ -241,6 +244,64 @@ static void directory_entries(void **state)
 	assert_false(sandbox_entry_hidden(&f->sbx, dir, "msg.c")); /* unknown: reported, shown */
 }
 
+static void same_file(const struct sbx_decision *d, const char *path, int dir)
+{
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(d->id_flags & (dir ? KILN_ID_DIR : KILN_ID_FILE));
+	assert_int_equal(dir ? d->dir_dev : d->dev, (uint64_t)st.st_dev);
+	assert_int_equal(dir ? d->dir_ino : d->ino, (uint64_t)st.st_ino);
+}
+
+/* What binds an answer to the file the client's call reaches: the
+ * identities the walk's own lstat calls saw (docs/protocol.md). */
+static void identities_are_what_the_walk_saw(void **state)
+{
+	char p[PATH_MAX + 64], link[PATH_MAX + 64];
+	snprintf(p, sizeof p, "%s/src/ipc/proto.h", root);
+	struct sbx_decision *d = decide(*state, "/src/ipc/proto.h", KILN_A_READ, 0);
+	same_file(d, p, 0);
+	assert_false(d->links);
+	snprintf(p, sizeof p, "%s/src/ipc", root);
+	same_file(d, p, 1);
+	d = decide(*state, "/src/ipc/../ipc/proto.h", KILN_A_READ, 0);
+	snprintf(p, sizeof p, "%s/src/ipc/proto.h", root);
+	same_file(d, p, 0);
+	/* absent: no file, and the directory a creation would land in */
+	d = decide(*state, "/src/ipc/no-such-file.h", KILN_A_READ, 0);
+	assert_false(d->id_flags & KILN_ID_FILE);
+	snprintf(p, sizeof p, "%s/src/ipc", root);
+	same_file(d, p, 1);
+	d = decide(*state, "/src/no-such-dir/x.h", KILN_A_READ, 0);
+	assert_int_equal(d->id_flags, 0);
+	/* through a symlink: the target, and the walk says it followed one */
+	snprintf(link, sizeof link, "%s/build/kiln-test-idlink", root);
+	unlink(link);
+	snprintf(p, sizeof p, "%s/src/ipc/proto.h", root);
+	assert_int_equal(symlink(p, link), 0);
+	d = decide(*state, "/build/kiln-test-idlink", KILN_A_READ, 0);
+	assert_true(d->links);
+	same_file(d, p, 0);
+	d = decide(*state, "/build/kiln-test-idlink", KILN_A_STAT, KILN_Q_NOFOLLOW);
+	assert_false(d->links);
+	struct stat lst;
+	assert_int_equal(lstat(link, &lst), 0);
+	assert_int_equal(d->ino, (uint64_t)lst.st_ino);
+	unlink(link);
+	/* /proc: a held fd is the file it holds; a namespace link the
+	 * namespace; the rest of /proc by device only */
+	d = decide(*state, "/proc/self/fd/0", KILN_A_READ, 0);
+	struct stat held;
+	assert_int_equal(fstat(0, &held), 0);
+	assert_true(d->id_flags & KILN_ID_FILE);
+	assert_int_equal(d->ino, (uint64_t)held.st_ino);
+	d = decide(*state, "/proc/self/ns/mnt", KILN_A_READ, 0);
+	assert_true(d->exists);
+	same_file(d, "/proc/self/ns/mnt", 0);
+	d = decide(*state, "/proc/self/status", KILN_A_READ, 0);
+	assert_true(d->id_flags & KILN_ID_DEV_ONLY);
+}
+
 int main(void)
 {
 	if (!getcwd(root, sizeof root))
@@ -255,6 +316,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(deny_rules_hide, setup, teardown),
 		cmocka_unit_test_setup_teardown(failures_fail_closed, setup, teardown),
 		cmocka_unit_test_setup_teardown(directory_entries, setup, teardown),
+		cmocka_unit_test_setup_teardown(identities_are_what_the_walk_saw, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

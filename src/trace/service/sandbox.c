@@ -320,6 +320,11 @@ static enum walk_outcome walk(struct sandbox *s, pid_t pid, const char *path, bo
 			d->ino = s->ids[depth].ino;
 			if (d->dev == s->proc_dev)
 				d->id_flags |= KILN_ID_DEV_ONLY;
+			if (depth) { /* where a name replacing it would be made */
+				d->id_flags |= KILN_ID_DIR;
+				d->dir_dev = s->ids[depth - 1].dev;
+				d->dir_ino = s->ids[depth - 1].ino;
+			}
 			break;
 		}
 		const char *comp = s->todo + tpos;
