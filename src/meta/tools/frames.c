@@ -78,12 +78,33 @@ static void print_loc_json(struct meta_obuf *o, const struct loc *l, int first)
 	meta_obuf_chr(o, '}');
 }
 
-struct c_counts { size_t locs, vars; };
+/* The C tables: locations stream to the output as they are computed;
+ * variables and functions, which come after them, wait in memory. */
+struct c_tables {
+	struct meta_obuf *vars, *funcs;
+	size_t nlocs, nvars;
+};
 
-/* One function in FMT: text and JSON through the buffer O, C straight to OUT
- * (three passes, one per table). */
-static int emit_function(struct frame_state *s, struct meta_obuf *o, FILE *out, enum meta_format fmt,
-			 size_t fi, int *first_out, struct c_counts *cc, int pass)
+static void c_loc(struct meta_obuf *o, const struct loc *l)
+{
+	char *p = meta_obuf_room(o, 128); /* 5 + 16 + 5 + 16 + 3 + 11 + 2 + 11 + 2 + 20 + 4 */
+	p = meta_raw_mem(p, "\t{ 0x", 5);
+	p = meta_raw_hex(p, l->lo, 1);
+	p = meta_raw_mem(p, "u, 0x", 5);
+	p = meta_raw_hex(p, l->hi, 1);
+	p = meta_raw_mem(p, "u, ", 3);
+	p = meta_raw_i64(p, l->kind);
+	p = meta_raw_mem(p, ", ", 2);
+	p = meta_raw_i64(p, l->reg);
+	p = meta_raw_mem(p, ", ", 2);
+	p = meta_raw_i64(p, l->offset);
+	meta_obuf_done(o, meta_raw_mem(p, " },\n", 4));
+}
+
+/* One function in FMT through the buffer O (C: its locations; its variables
+ * and itself into CT). */
+static int emit_function(struct frame_state *s, struct meta_obuf *o, enum meta_format fmt, size_t fi,
+			 int *first_out, struct c_tables *ct)
 {
 	struct meta_model *m = s->m;
 	const struct meta_function *f = &m->functions[fi];
@@ -105,13 +126,20 @@ static int emit_function(struct frame_state *s, struct meta_obuf *o, FILE *out, 
 		meta_obuf_str(o, ",\"high\":");
 		meta_obuf_u64(o, f->high);
 		meta_obuf_str(o, ",\"vars\":[");
-	} else if (pass == 2) {
-		fputs("\t{ ", out);
-		meta_put_c_str(out, f->name);
-		fprintf(out, ", 0x%" PRIx64 "u, 0x%" PRIx64 "u, %zuu, %uu },\n", f->low, f->high, cc->vars,
-			f->var_count);
-		cc->vars += f->var_count;
-		return 0;
+	} else {
+		struct meta_obuf *fo = ct->funcs;
+		meta_obuf_mem(fo, "\t{ ", 3);
+		meta_obuf_c_str(fo, f->name);
+		meta_obuf_mem(fo, ", 0x", 4);
+		meta_obuf_hex(fo, f->low, 1);
+		meta_obuf_mem(fo, "u, 0x", 5);
+		meta_obuf_hex(fo, f->high, 1);
+		meta_obuf_mem(fo, "u, ", 3);
+		meta_obuf_u64(fo, ct->nvars);
+		meta_obuf_mem(fo, "u, ", 3);
+		meta_obuf_u64(fo, f->var_count);
+		meta_obuf_mem(fo, "u },\n", 5);
+		ct->nvars += f->var_count;
 	}
 	for (uint32_t k = 0; k < f->var_count; k++) {
 		const struct meta_var *v = &m->vars[f->var_first + k];
@@ -144,18 +172,21 @@ static int emit_function(struct frame_state *s, struct meta_obuf *o, FILE *out, 
 			for (size_t i = 0; i < s->nlocs; i++)
 				print_loc_json(o, &s->locs[i], i == 0);
 			meta_obuf_str(o, "]}");
-		} else if (pass == 0) {
-			for (size_t i = 0; i < s->nlocs; i++) {
-				const struct loc *l = &s->locs[i];
-				fprintf(out, "\t{ 0x%" PRIx64 "u, 0x%" PRIx64 "u, %d, %d, %" PRId64 " },\n", l->lo,
-					l->hi, l->kind, l->reg, l->offset);
-			}
 		} else {
-			fputs("\t{ ", out);
-			meta_put_c_str(out, v->name);
-			fprintf(out, ", 0x%" PRIx64 "u, %d, %zuu, %zuu },\n", meta_type_id(m, v->type),
-				v->kind == META_VAR_FORMAL, cc->locs, s->nlocs);
-			cc->locs += s->nlocs;
+			for (size_t i = 0; i < s->nlocs; i++)
+				c_loc(o, &s->locs[i]);
+			struct meta_obuf *vo = ct->vars;
+			meta_obuf_mem(vo, "\t{ ", 3);
+			meta_obuf_c_str(vo, v->name);
+			char *p = meta_obuf_room(vo, 96);
+			p = meta_raw_mem(p, ", 0x", 4);
+			p = meta_raw_hex(p, meta_type_id(m, v->type), 1);
+			p = meta_raw_mem(p, v->kind == META_VAR_FORMAL ? "u, 1, " : "u, 0, ", 6);
+			p = meta_raw_u64(p, ct->nlocs);
+			p = meta_raw_mem(p, "u, ", 3);
+			p = meta_raw_u64(p, s->nlocs);
+			meta_obuf_done(vo, meta_raw_mem(p, "u },\n", 5));
+			ct->nlocs += s->nlocs;
 		}
 	}
 	if (fmt == META_FMT_JSON)
@@ -174,7 +205,6 @@ int meta_tool_frames(struct meta_model *m, FILE *out, enum meta_format fmt, stru
 		meta_set_err(err, "%s: out of memory while computing frames", m->path);
 		return -1;
 	}
-	struct c_counts cc = { 0 };
 	pthread_mutex_lock(&m->lock);
 	if (fmt == META_FMT_TEXT) {
 		fprintf(out, "# kiln meta frames %s: %zu functions; locations relative to the CFA\n",
@@ -194,26 +224,53 @@ int meta_tool_frames(struct meta_model *m, FILE *out, enum meta_format fmt, stru
 		      "struct kiln_meta_frame {\n\tconst char *name;\n\tuint64_t low, high;\n"
 		      "\tuint32_t first_var, nvars;\n};\n\n", out);
 	}
-	/* The C format needs three tables: three passes (locations, variables,
-	 * functions), so that indices line up. */
-	int passes = fmt == META_FMT_C ? 3 : 1;
+	/* The C format has three tables (locations, variables, functions), in
+	 * that order: one pass, the last two kept in memory until the first
+	 * is out. */
 	static const char *const heads[] = {
 		"const struct kiln_meta_frame_loc kiln_meta_frame_locs[] = {\n",
 		"const struct kiln_meta_frame_var kiln_meta_frame_vars[] = {\n",
 		"const struct kiln_meta_frame kiln_meta_frames[] = {\n",
 	};
-	static const char *const tails[] = {
-		"\t{ 0, 0, 0, 0, 0 }\n};\n\n", "\t{ 0, 0, 0, 0, 0 }\n};\n\n", "\t{ 0, 0, 0, 0, 0 }\n};\n\n",
-	};
-	for (int pass = 0; pass < passes && !rc; pass++) {
-		if (fmt == META_FMT_C)
-			fputs(heads[pass], out);
-		for (size_t i = 0; i < m->nfunctions && !rc; i++)
-			rc = emit_function(&s, o, out, fmt, i, &first, &cc, pass);
-		meta_obuf_flush(o);
-		if (fmt == META_FMT_C)
-			fputs(tails[pass], out);
+	static const char tail[] = "\t{ 0, 0, 0, 0, 0 }\n};\n\n";
+	struct c_tables ct = { 0 };
+	char *mem[2] = { NULL, NULL };
+	size_t memlen[2] = { 0, 0 };
+	FILE *memf[2] = { NULL, NULL };
+	if (fmt == META_FMT_C) {
+		for (int i = 0; i < 2 && !rc; i++)
+			if (!(memf[i] = open_memstream(&mem[i], &memlen[i])))
+				rc = -1;
+		if (!rc && (!(ct.vars = meta_obuf_new(memf[0])) || !(ct.funcs = meta_obuf_new(memf[1]))))
+			rc = -1;
+		if (!rc)
+			fputs(heads[0], out);
 	}
+	for (size_t i = 0; i < m->nfunctions && !rc; i++)
+		rc = emit_function(&s, o, fmt, i, &first, &ct);
+	meta_obuf_flush(o);
+	if (fmt == META_FMT_C && !rc) {
+		meta_obuf_flush(ct.vars);
+		meta_obuf_flush(ct.funcs);
+		for (int i = 0; i < 2; i++)
+			if (fflush(memf[i]) != 0)
+				rc = -1;
+	}
+	if (fmt == META_FMT_C && !rc) {
+		fputs(tail, out);
+		for (int i = 0; i < 2; i++) {
+			fputs(heads[i + 1], out);
+			fwrite_unlocked(mem[i], 1, memlen[i], out);
+			fputs(tail, out);
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		if (memf[i])
+			fclose(memf[i]);
+		free(mem[i]);
+	}
+	free(ct.vars);
+	free(ct.funcs);
 	if (fmt == META_FMT_JSON)
 		fputs("\n]}\n", out);
 	else if (fmt == META_FMT_C)
