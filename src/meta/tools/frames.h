@@ -21,8 +21,20 @@ struct cfi_row {
 	int64_t off;
 };
 
+/* The CFA rules of a model's .eh_frame, indexed for the frames tool
+ * (frames_cfi.c): NULL when it cannot be used, and every lookup asks libdw. */
+struct meta_cfi;
+struct meta_cfi *meta_cfi_new(const struct meta_model *m);
+void meta_cfi_free(struct meta_cfi *c);
+/* The CFA rule at PC exactly as dwarf_cfi_addrframe() and dwarf_frame_cfa()
+ * on the model's .eh_frame, else its .debug_frame, give it (reg -1: not a
+ * register plus offset): 0, or -1 when neither covers PC. C may be NULL. */
+int meta_cfa_at(struct meta_cfi *c, const struct meta_model *m, uint64_t pc, struct cfi_row *row);
+
 struct frame_state {
 	struct meta_model *m;
+	struct meta_cfi *cfi;  /* built on first use */
+	int cfi_tried;
 	struct cfi_row *rows;
 	size_t nrows, caprows;
 	int rows_done;

@@ -29,40 +29,19 @@ static int add_loc(struct frame_state *s, struct loc l)
 	return META_PUSH(s->locs, s->nlocs, s->caplocs, l);
 }
 
-static int cfa_rule(Dwarf_CFI *cfi, uint64_t pc, struct cfi_row *row)
-{
-	Dwarf_Frame *fr;
-	if (!cfi || dwarf_cfi_addrframe(cfi, pc, &fr) != 0)
-		return -1;
-	Dwarf_Addr start, end;
-	Dwarf_Op *ops;
-	size_t nops;
-	int ok = dwarf_frame_info(fr, &start, &end, NULL) >= 0 && dwarf_frame_cfa(fr, &ops, &nops) == 0;
-	if (ok) {
-		row->lo = start;
-		row->hi = end;
-		row->reg = -1;
-		if (nops == 1 && ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
-			row->reg = ops[0].atom - DW_OP_breg0;
-			row->off = (int64_t)ops[0].number;
-		} else if (nops == 1 && ops[0].atom == DW_OP_bregx) {
-			row->reg = (int)ops[0].number;
-			row->off = (int64_t)ops[0].number2;
-		}
-	}
-	free(fr);
-	return ok ? 0 : -1;
-}
-
 /* CFI rows covering [lo, hi) of the current function, computed once. */
 static int load_rows(struct frame_state *s, const struct meta_function *f)
 {
 	if (s->rows_done)
 		return 0;
 	s->rows_done = 1;
+	if (!s->cfi_tried) {
+		s->cfi_tried = 1;
+		s->cfi = meta_cfi_new(s->m);
+	}
 	for (uint64_t pc = f->low; pc < f->high;) {
 		struct cfi_row row;
-		if (cfa_rule(s->m->eh_cfi, pc, &row) && cfa_rule(s->m->debug_cfi, pc, &row))
+		if (meta_cfa_at(s->cfi, s->m, pc, &row))
 			break; /* no CFI from here on: those PCs stay unresolved */
 		if (row.hi <= pc)
 			break;
@@ -326,6 +305,7 @@ void meta_frame_reset(struct frame_state *s)
 
 void meta_frame_state_free(struct frame_state *s)
 {
+	meta_cfi_free(s->cfi);
 	free(s->rows);
 	free(s->locs);
 	free(s->entries);
