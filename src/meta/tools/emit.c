@@ -56,12 +56,21 @@ static void c_escape(const char *s, void (*put)(void *, const char *, size_t), v
 		put(ctx, "0", 1);
 		return;
 	}
+	/* 1: printed as is (the common case, copied in runs) */
+	static const unsigned char plain[256] = {
+		[0x20] = 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* not '"' */
+		[0x30] = 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, /* not '?' */
+		[0x40] = 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+		[0x50] = 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, /* not '\\' */
+		[0x60] = 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+		[0x70] = 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, /* not DEL */
+	};
 	put(ctx, "\"", 1);
 	const unsigned char *p = (const unsigned char *)s, *run = p;
 	for (; *p; p++) {
 		unsigned char c = *p;
-		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '?')
-			continue; /* printed as is: the common case, copied in runs */
+		if (plain[c])
+			continue;
 		if (p > run)
 			put(ctx, (const char *)run, (size_t)(p - run));
 		run = p + 1;
