@@ -56,7 +56,7 @@ static const struct meta_member *member(const struct meta_model *m, const struct
 static void open_missing_file_fails_with_message(void **state)
 {
 	(void)state;
-	struct meta_err err = { { 0 } };
+	struct meta_err err = { .msg = "" };
 	struct meta_model *m = (void *)1;
 	assert_int_equal(meta_model_open("/nonexistent/kiln-meta-test", &m, &err), -1);
 	assert_null(m);
@@ -71,7 +71,7 @@ static void open_non_elf_fails_with_message(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, "hello, not elf\n", 15), 15);
 	close(fd);
-	struct meta_err err = { { 0 } };
+	struct meta_err err = { .msg = "" };
 	struct meta_model *m;
 	assert_int_equal(meta_model_open(path, &m, &err), -1);
 	unlink(path);
@@ -82,7 +82,7 @@ static void open_non_elf_fails_with_message(void **state)
 static void own_binary_matches_compiler(void **state)
 {
 	(void)state;
-	struct meta_err err = { { 0 } };
+	struct meta_err err = { .msg = "" };
 	struct meta_model *m;
 	assert_int_equal(meta_model_open("/proc/self/exe", &m, &err), 0);
 	const struct meta_type *t = find_struct(m, "unit_probe");
@@ -111,7 +111,7 @@ static void own_binary_matches_compiler(void **state)
 static void compile_units_are_listed(void **state)
 {
 	(void)state;
-	struct meta_err err = { { 0 } };
+	struct meta_err err = { .msg = "" };
 	struct meta_model *m;
 	assert_int_equal(meta_model_open("/proc/self/exe", &m, &err), 0);
 	int found = 0;
@@ -138,7 +138,7 @@ static void compile_units_are_listed(void **state)
 static void identity_of_the_file(void **state)
 {
 	(void)state;
-	struct meta_err err = { { 0 } };
+	struct meta_err err = { .msg = "" };
 	struct meta_model *m;
 	assert_int_equal(meta_model_open("/proc/self/exe", &m, &err), 0);
 	struct stat st;
@@ -210,7 +210,7 @@ static void u64map_put_get(void **state)
 static void tool_writes_to_stream(void **state)
 {
 	(void)state;
-	struct meta_err err = { { 0 } };
+	struct meta_err err = { .msg = "" };
 	struct meta_model *m;
 	assert_int_equal(meta_model_open("/proc/self/exe", &m, &err), 0);
 	char *buf = NULL;

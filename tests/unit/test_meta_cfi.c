@@ -22,11 +22,12 @@ struct counts { size_t functions, rows, covered; };
 
 /* Walks the rows of [lo, hi) as the frames tool does, from libdw and from
  * the index, and checks they agree; also one PC inside each row. */
-static void compare_range(struct meta_cfi *c, struct meta_model *m, uint64_t lo, uint64_t hi, struct counts *n)
+static void compare_range(const struct meta_cfi *c, struct meta_cfi_rows *rows, struct meta_model *m, uint64_t lo,
+			  uint64_t hi, struct counts *n)
 {
 	for (uint64_t pc = lo; pc < hi;) {
 		struct cfi_row want, got;
-		int rw = meta_cfa_at(NULL, m, pc, &want), rg = meta_cfa_at(c, m, pc, &got);
+		int rw = meta_cfa_at(NULL, rows, m, pc, &want), rg = meta_cfa_at(c, rows, m, pc, &got);
 		if (rw != rg)
 			fail_msg("%s: pc 0x%llx: libdw %d, index %d", m->path, (unsigned long long)pc, rw, rg);
 		n->rows++;
@@ -39,8 +40,8 @@ static void compare_range(struct meta_cfi *c, struct meta_model *m, uint64_t lo,
 				 (unsigned long long)got.hi, got.reg, (long long)got.off);
 		uint64_t mid = pc + (want.hi - pc) / 2;
 		if (mid != pc) {
-			rw = meta_cfa_at(NULL, m, mid, &want);
-			rg = meta_cfa_at(c, m, mid, &got);
+			rw = meta_cfa_at(NULL, rows, m, mid, &want);
+			rg = meta_cfa_at(c, rows, m, mid, &got);
 			assert_int_equal(rw, rg);
 			if (!rw && (want.hi != got.hi || want.reg != got.reg || (want.reg >= 0 && want.off != got.off)))
 				fail_msg("%s: pc 0x%llx (inside a row) differs", m->path, (unsigned long long)mid);
@@ -51,7 +52,7 @@ static void compare_range(struct meta_cfi *c, struct meta_model *m, uint64_t lo,
 
 static void compare_binary(const char *path, int need_index, size_t min_rows)
 {
-	struct meta_err err = { { 0 } };
+	struct meta_err err = { .msg = "" };
 	struct meta_model *m;
 	if (meta_model_open(path, &m, &err))
 		fail_msg("%s", err.msg);
@@ -59,16 +60,18 @@ static void compare_binary(const char *path, int need_index, size_t min_rows)
 	if (need_index)
 		assert_non_null(c); /* the fast path is really taken */
 	struct counts n = { 0 };
+	struct meta_cfi_rows rows = { 0 };
 	for (size_t i = 0; i < m->nsymbols; i++) {
 		const struct meta_symbol *s = &m->symbols[i];
 		if (s->type != STT_FUNC || !s->size || (i && s->addr == m->symbols[i - 1].addr))
 			continue;
 		n.functions++;
-		compare_range(c, m, s->addr, s->addr + s->size, &n);
+		compare_range(c, &rows, m, s->addr, s->addr + s->size, &n);
 	}
 	print_message("%s: %zu functions, %zu rows (%zu with CFI)%s\n", path, n.functions, n.rows, n.covered,
 		      c ? "" : ", index not usable");
 	assert_true(n.covered >= min_rows);
+	meta_cfi_rows_free(&rows);
 	meta_cfi_free(c);
 	meta_model_free(m);
 }

@@ -23,7 +23,7 @@
 
 enum { ROW_OK, ROW_LIBDW };
 
-struct row {
+struct meta_cfi_row {
 	uint64_t lo, hi;
 	int status;
 	int reg; /* -1: the CFA is undefined (libdw: no operation) */
@@ -55,46 +55,50 @@ struct fde {
 	uint32_t cie;
 };
 
+/* Read-only once built: threads share it, each with rows of its own. */
 struct meta_cfi {
 	struct cie *cies;
 	size_t ncies, capcies;
 	struct fde *fdes;
 	size_t nfdes, capfdes;
-	size_t cur;             /* FDE whose rows are decoded, or SIZE_MAX */
-	struct row *rows;
-	size_t nrows, caprows;
 };
 
-/* The libdw path: the row covering PC in CFI. */
-static int libdw_rule(Dwarf_CFI *cfi, uint64_t pc, struct cfi_row *row)
+/* The libdw path: the row covering PC in CFI (libdw's CFI cache is not
+ * thread-safe: under the model's lock). */
+static int libdw_rule(struct meta_model *m, Dwarf_CFI *cfi, uint64_t pc, struct cfi_row *row)
 {
 	Dwarf_Frame *fr;
-	if (!cfi || dwarf_cfi_addrframe(cfi, pc, &fr) != 0)
+	if (!cfi)
 		return -1;
-	Dwarf_Addr start, end;
-	Dwarf_Op *ops;
-	size_t nops;
-	int ok = dwarf_frame_info(fr, &start, &end, NULL) >= 0 && dwarf_frame_cfa(fr, &ops, &nops) == 0;
+	pthread_mutex_lock(&m->lock);
+	int ok = dwarf_cfi_addrframe(cfi, pc, &fr) == 0;
 	if (ok) {
-		row->lo = start;
-		row->hi = end;
-		row->reg = -1;
-		row->off = 0;
-		if (nops == 1 && ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
-			row->reg = ops[0].atom - DW_OP_breg0;
-			row->off = (int64_t)ops[0].number;
-		} else if (nops == 1 && ops[0].atom == DW_OP_bregx) {
-			row->reg = (int)ops[0].number;
-			row->off = (int64_t)ops[0].number2;
+		Dwarf_Addr start, end;
+		Dwarf_Op *ops;
+		size_t nops;
+		ok = dwarf_frame_info(fr, &start, &end, NULL) >= 0 && dwarf_frame_cfa(fr, &ops, &nops) == 0;
+		if (ok) {
+			row->lo = start;
+			row->hi = end;
+			row->reg = -1;
+			row->off = 0;
+			if (nops == 1 && ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
+				row->reg = ops[0].atom - DW_OP_breg0;
+				row->off = (int64_t)ops[0].number;
+			} else if (nops == 1 && ops[0].atom == DW_OP_bregx) {
+				row->reg = (int)ops[0].number;
+				row->off = (int64_t)ops[0].number2;
+			}
 		}
+		free(fr);
 	}
-	free(fr);
+	pthread_mutex_unlock(&m->lock);
 	return ok ? 0 : -1;
 }
 
-static int libdw_both(const struct meta_model *m, uint64_t pc, struct cfi_row *row)
+static int libdw_both(struct meta_model *m, uint64_t pc, struct cfi_row *row)
 {
-	return libdw_rule(m->eh_cfi, pc, row) && libdw_rule(m->debug_cfi, pc, row) ? -1 : 0;
+	return libdw_rule(m, m->eh_cfi, pc, row) && libdw_rule(m, m->debug_cfi, pc, row) ? -1 : 0;
 }
 
 /* LEB128 numbers of at most 9 bytes (longer ones: not decoded here). */
@@ -171,7 +175,7 @@ static int encoded(const unsigned char **p, const unsigned char *end, uint8_t en
  * ends a row [*LOC, new loc) with the state before it, up to HI. Returns 1
  * when the program ran to its end, 0 when from *LOC on it must be left to
  * libdw (its rows then are not added). */
-static int play(struct meta_cfi *c, const struct cie *cie, const unsigned char *p, const unsigned char *end,
+static int play(struct meta_cfi_rows *out, const struct cie *cie, const unsigned char *p, const unsigned char *end,
 		struct cfa *s, uint64_t *loc, uint64_t hi, int in_fde)
 {
 	struct cfa stack[16];
@@ -303,9 +307,9 @@ static int play(struct meta_cfi *c, const struct cie *cie, const unsigned char *
 			if (next == *loc)
 				continue;
 			if (*loc < hi) {
-				struct row r = { *loc, next, s->kind == CFA_UNDEF || s->kind == CFA_OFFSET ? ROW_OK : ROW_LIBDW,
+				struct meta_cfi_row r = { *loc, next, s->kind == CFA_UNDEF || s->kind == CFA_OFFSET ? ROW_OK : ROW_LIBDW,
 						 s->kind == CFA_OFFSET ? s->reg : -1, s->kind == CFA_OFFSET ? s->off : 0 };
-				if (META_PUSH(c->rows, c->nrows, c->caprows, r))
+				if (META_PUSH(out->v, out->n, out->cap, r))
 					return 0;
 			}
 			*loc = next;
@@ -361,7 +365,7 @@ static int add_cie(struct meta_cfi *c, uint64_t offset, const Dwarf_CIE *e)
 		k.fde_encoding |= DW_EH_PE_udata8;
 	k.initial = (struct cfa){ CFA_UNDEF, -1, 0 }; /* x86-64's ABI leaves the CFA undefined */
 	uint64_t loc = 0;
-	k.usable = play(c, &k, e->initial_instructions, e->initial_instructions_end, &k.initial, &loc, 0, 0);
+	k.usable = play(NULL, &k, e->initial_instructions, e->initial_instructions_end, &k.initial, &loc, 0, 0);
 	return META_PUSH(c->cies, c->ncies, c->capcies, k);
 }
 
@@ -423,7 +427,6 @@ struct meta_cfi *meta_cfi_new(const struct meta_model *m)
 	struct meta_cfi *c = calloc(1, sizeof *c);
 	if (!c)
 		return NULL;
-	c->cur = SIZE_MAX;
 	const unsigned char *ident = (const unsigned char *)elf_getident(m->elf, NULL);
 	const unsigned char *base = data->d_buf;
 	Dwarf_Off off = 0, next;
@@ -468,33 +471,38 @@ void meta_cfi_free(struct meta_cfi *c)
 		return;
 	free(c->cies);
 	free(c->fdes);
-	free(c->rows);
 	free(c);
 }
 
-/* The rows of FDE I, decoded once. */
-static void decode(struct meta_cfi *c, size_t i)
+/* The rows of FDE I into OUT, decoded once. */
+static void decode(const struct meta_cfi *c, struct meta_cfi_rows *out, size_t i)
 {
-	if (c->cur == i)
+	if (out->fde == i + 1)
 		return;
-	c->cur = i;
-	c->nrows = 0;
+	out->fde = i + 1;
+	out->n = 0;
 	const struct fde *f = &c->fdes[i];
 	const struct cie *k = &c->cies[f->cie];
 	uint64_t loc = f->lo;
 	struct cfa s = k->initial;
-	int done = k->usable && play(c, k, f->ins, f->end, &s, &loc, f->hi, 1);
+	int done = k->usable && play(out, k, f->ins, f->end, &s, &loc, f->hi, 1);
 	if (loc < f->hi) {
-		struct row r = { loc, f->hi, ROW_LIBDW, -1, 0 };
+		struct meta_cfi_row r = { loc, f->hi, ROW_LIBDW, -1, 0 };
 		if (done && (s.kind == CFA_UNDEF || s.kind == CFA_OFFSET))
-			r = (struct row){ loc, f->hi, ROW_OK, s.kind == CFA_OFFSET ? s.reg : -1,
-					  s.kind == CFA_OFFSET ? s.off : 0 };
-		if (META_PUSH(c->rows, c->nrows, c->caprows, r))
-			c->nrows = 0; /* nothing decoded: all to libdw */
+			r = (struct meta_cfi_row){ loc, f->hi, ROW_OK, s.kind == CFA_OFFSET ? s.reg : -1,
+						   s.kind == CFA_OFFSET ? s.off : 0 };
+		if (META_PUSH(out->v, out->n, out->cap, r))
+			out->n = 0; /* nothing decoded: all to libdw */
 	}
 }
 
-int meta_cfa_at(struct meta_cfi *c, const struct meta_model *m, uint64_t pc, struct cfi_row *row)
+void meta_cfi_rows_free(struct meta_cfi_rows *r)
+{
+	free(r->v);
+}
+
+int meta_cfa_at(const struct meta_cfi *c, struct meta_cfi_rows *rows, struct meta_model *m, uint64_t pc,
+		struct cfi_row *row)
 {
 	if (!c)
 		return libdw_both(m, pc, row);
@@ -508,14 +516,13 @@ int meta_cfa_at(struct meta_cfi *c, const struct meta_model *m, uint64_t pc, str
 	}
 	if (!lo || pc >= c->fdes[lo - 1].hi)
 		return libdw_both(m, pc, row);
-	decode(c, lo - 1);
-	const struct row *r = NULL;
-	for (size_t k = 0; k < c->nrows && !r; k++)
-		if (c->rows[k].lo <= pc && pc < c->rows[k].hi)
-			r = &c->rows[k];
+	decode(c, rows, lo - 1);
+	const struct meta_cfi_row *r = NULL;
+	for (size_t k = 0; k < rows->n && !r; k++)
+		if (rows->v[k].lo <= pc && pc < rows->v[k].hi)
+			r = &rows->v[k];
 	if (!r || r->status != ROW_OK)
 		return libdw_both(m, pc, row);
-	struct cfi_row mine = { pc, r->hi, r->reg, r->off };
-	*row = mine;
+	*row = (struct cfi_row){ pc, r->hi, r->reg, r->off };
 	return 0;
 }

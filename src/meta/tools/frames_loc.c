@@ -35,13 +35,9 @@ static int load_rows(struct frame_state *s, const struct meta_function *f)
 	if (s->rows_done)
 		return 0;
 	s->rows_done = 1;
-	if (!s->cfi_tried) {
-		s->cfi_tried = 1;
-		s->cfi = meta_cfi_new(s->m);
-	}
 	for (uint64_t pc = f->low; pc < f->high;) {
 		struct cfi_row row;
-		if (meta_cfa_at(s->cfi, s->m, pc, &row))
+		if (meta_cfa_at(s->cfi, &s->cfi_rows, s->m, pc, &row))
 			break; /* no CFI from here on: those PCs stay unresolved */
 		if (row.hi <= pc)
 			break;
@@ -109,8 +105,13 @@ static int frame_base(const struct meta_model *m, const struct meta_function *f,
 		one = as_op(&raw);
 		ops = &one;
 		n = 1;
-	} else if (dwarf_getlocation((Dwarf_Attribute *)&f->frame_base, &ops, &n) != 0 || n != 1) {
-		return -1;
+	} else {
+		/* libdw caches the expression (not thread-safe); the result stays valid */
+		pthread_mutex_lock((pthread_mutex_t *)&m->lock);
+		int bad = dwarf_getlocation((Dwarf_Attribute *)&f->frame_base, &ops, &n) != 0 || n != 1;
+		pthread_mutex_unlock((pthread_mutex_t *)&m->lock);
+		if (bad)
+			return -1;
 	}
 	if (ops[0].atom == DW_OP_call_frame_cfa)
 		return 0;
@@ -210,10 +211,14 @@ static int raw_list(struct frame_state *s, const struct meta_function *f, const 
 		Dwarf_Die cudie;
 		Dwarf_Half version;
 		Dwarf_Addr base = 0;
-		if (!dwarf_cu_die(attr->cu, &cudie, &version, NULL, NULL, NULL, NULL, NULL))
-			return 0;
-		if (dwarf_lowpc(&cudie, &base) != 0)
+		/* (dwarf_lowpc may cache the unit's .debug_addr base) */
+		pthread_mutex_lock(&m->lock);
+		int ok = dwarf_cu_die(attr->cu, &cudie, &version, NULL, NULL, NULL, NULL, NULL) != NULL;
+		if (ok && dwarf_lowpc(&cudie, &base) != 0)
 			base = 0;
+		pthread_mutex_unlock(&m->lock);
+		if (!ok)
+			return 0;
 		s->cu = attr->cu;
 		s->cu_base = base;
 		s->cu_version = version;
@@ -231,7 +236,7 @@ static int raw_list(struct frame_state *s, const struct meta_function *f, const 
 	if (n == -2)
 		return 0;
 	if (n < 0) {
-		meta_warn(m, "%s: variable '%s' in %s: corrupt location list", m->path,
+		meta_err_warn(s->warn, "%s: variable '%s' in %s: corrupt location list", m->path,
 			  v->name ? v->name : "", f->name ? f->name : "?");
 		return 1;
 	}
@@ -282,17 +287,35 @@ int meta_var_locations(struct frame_state *s, const struct meta_function *f, con
 	int done = raw_list(s, f, v, &attr);
 	if (done)
 		return done < 0 ? -1 : 0;
+	/* libdw's location cache is not thread-safe: the list is read under the
+	 * model's lock, then described (which may need the lock for CFI) */
+	struct list_entry { Dwarf_Addr start, end; Dwarf_Op *ops; size_t n; } *list = NULL;
+	size_t nlist = 0, caplist = 0;
+	int oom = 0;
+	pthread_mutex_lock(&s->m->lock);
 	while ((off = dwarf_getlocations(&attr, off, &base, &start, &end, &ops, &n)) > 0) {
-		for (uint32_t r = 0; r < v->scope_count; r++) {
-			uint64_t lo = scope[r].lo > start ? scope[r].lo : start;
-			uint64_t hi = scope[r].hi < end ? scope[r].hi : end;
-			if (lo < hi && describe(s, f, lo, hi, ops, n))
-				return -1;
+		struct list_entry e = { start, end, ops, n };
+		if (META_PUSH(list, nlist, caplist, e)) {
+			oom = 1;
+			break;
 		}
 	}
-	if (off < 0)
-		meta_warn(s->m, "%s: variable '%s' in %s: unreadable location list: %s", s->m->path,
-			  v->name ? v->name : "", f->name ? f->name : "?", dwarf_errmsg(-1));
+	const char *why = off < 0 ? dwarf_errmsg(-1) : NULL;
+	pthread_mutex_unlock(&s->m->lock);
+	for (size_t i = 0; i < nlist && !oom; i++) {
+		for (uint32_t r = 0; r < v->scope_count && !oom; r++) {
+			uint64_t lo = scope[r].lo > list[i].start ? scope[r].lo : list[i].start;
+			uint64_t hi = scope[r].hi < list[i].end ? scope[r].hi : list[i].end;
+			if (lo < hi && describe(s, f, lo, hi, list[i].ops, list[i].n))
+				oom = 1;
+		}
+	}
+	free(list);
+	if (oom)
+		return -1;
+	if (why)
+		meta_err_warn(s->warn, "%s: variable '%s' in %s: unreadable location list: %s", s->m->path,
+			  v->name ? v->name : "", f->name ? f->name : "?", why);
 	return 0;
 }
 
@@ -305,7 +328,7 @@ void meta_frame_reset(struct frame_state *s)
 
 void meta_frame_state_free(struct frame_state *s)
 {
-	meta_cfi_free(s->cfi);
+	meta_cfi_rows_free(&s->cfi_rows);
 	free(s->rows);
 	free(s->locs);
 	free(s->entries);
