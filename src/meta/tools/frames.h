@@ -57,6 +57,7 @@ struct frame_state {
 	Dwarf_CU *cu;          /* CU of the last location list read, and its */
 	uint64_t cu_base;      /* base address and DWARF version */
 	int cu_version;
+	int cu_offset_size;    /* 4 or 8 (32- or 64-bit DWARF) */
 	int cu_split;          /* it is a split unit (its lists are in a .dwo) */
 	int fb_known;          /* frame base of the current function, once read: */
 	int fb_kind, fb_reg;   /* 0 the CFA, 1 register fb_reg + fb_off, -1 other */

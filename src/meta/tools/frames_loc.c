@@ -9,6 +9,7 @@
  * (expr.c); anything else goes through libdw. */
 #include <dwarf.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "meta/tools/frames.h"
 #include "meta/vec.h"
@@ -200,6 +201,30 @@ static int describe_raw(struct frame_state *s, const struct meta_function *f, ui
 	return add_loc(s, l);
 }
 
+/* The section offset of the location list ATTR refers to, as
+ * meta_loclist_offset() gives it: a plain offset of the unit's offset size
+ * is read straight from the attribute (libdw checked that it fits in the
+ * unit when it read the DIE). */
+static int list_offset(const struct frame_state *s, const Dwarf_Attribute *attr, uint64_t *off)
+{
+	int size = attr->form == DW_FORM_sec_offset ? s->cu_offset_size :
+		   s->cu_version < 4 && attr->form == DW_FORM_data4 ? 4 :
+		   s->cu_version < 4 && attr->form == DW_FORM_data8 ? 8 : 0;
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+	size = 0; /* (raw reading is for little-endian files only) */
+#endif
+	if (size == 4) {
+		uint32_t v;
+		memcpy(&v, attr->valp, 4);
+		*off = v;
+	} else if (size == 8) {
+		memcpy(off, attr->valp, 8);
+	} else {
+		return meta_loclist_offset((Dwarf_Attribute *)attr, s->cu_version, off);
+	}
+	return 0;
+}
+
 /* Location list of V through the raw reader: 1 done, 0 leave it to libdw. */
 static int raw_list(struct frame_state *s, const struct meta_function *f, const struct meta_var *v,
 		    Dwarf_Attribute *attr)
@@ -212,8 +237,10 @@ static int raw_list(struct frame_state *s, const struct meta_function *f, const 
 		Dwarf_Half version;
 		Dwarf_Addr base = 0;
 		/* (dwarf_lowpc may cache the unit's .debug_addr base) */
+		uint8_t offset_size = 0;
 		pthread_mutex_lock(&m->lock);
-		int ok = dwarf_cu_die(attr->cu, &cudie, &version, NULL, NULL, NULL, NULL, NULL) != NULL;
+		int ok = dwarf_cu_die(attr->cu, &cudie, &version, NULL, NULL, NULL, NULL, NULL) != NULL &&
+			 dwarf_cu_info(attr->cu, NULL, NULL, NULL, NULL, NULL, NULL, &offset_size) == 0;
 		if (ok && dwarf_lowpc(&cudie, &base) != 0)
 			base = 0;
 		pthread_mutex_unlock(&m->lock);
@@ -222,13 +249,14 @@ static int raw_list(struct frame_state *s, const struct meta_function *f, const 
 		s->cu = attr->cu;
 		s->cu_base = base;
 		s->cu_version = version;
+		s->cu_offset_size = offset_size;
 		/* a split unit's lists are in its .dwo: libdw reads those */
 		s->cu_split = dwarf_cu_getdwarf(attr->cu) != m->dwarf;
 	}
 	if (s->cu_split)
 		return 0;
 	uint64_t off;
-	if (meta_loclist_offset(attr, s->cu_version, &off))
+	if (list_offset(s, attr, &off))
 		return 0;
 	int v5 = s->cu_version >= 5;
 	long n = meta_loclist_read(v5 ? m->raw_loclists : m->raw_loc, v5 ? m->raw_loclists_size : m->raw_loc_size,
