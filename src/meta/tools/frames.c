@@ -3,8 +3,6 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 #include "meta/tools/frames.h"
 #include "meta/tools/obuf.h"
@@ -97,33 +95,26 @@ static void c_loc(struct meta_obuf *o, const struct loc *l)
 	meta_obuf_done(o, meta_raw_mem(p, " },\n", 4));
 }
 
-/* A run of functions [first, end) computed by one thread into its own
- * stream: the real output for the first chunk, memory for the others,
- * written out in order once all are done. */
-struct chunk {
+/* One frames run: its state, its output buffer, and for the C format the
+ * number of locations of every variable (the variable table comes after
+ * the location table and gives each one's first location). */
+struct run {
 	struct meta_model *m;
 	enum meta_format fmt;
-	size_t first, end;
 	struct frame_state s;
-	FILE *mem;           /* NULL for the first chunk */
-	char *buf;
-	size_t len;
 	struct meta_obuf *o;
-	uint32_t *nlocs;     /* C: locations of each variable of the chunk */
-	struct meta_err warn; /* warnings of this chunk, in order */
-	int rc;
+	uint32_t *nlocs;
 };
 
-/* One function of chunk C in its format (C: its locations only; the
- * variable and function tables come once all locations are known). */
-static int emit_function(struct chunk *c, size_t fi, uint32_t *nlocs)
+/* One function in the run's format (C: its locations only). */
+static int emit_function(struct run *r, size_t fi, uint32_t *nlocs)
 {
-	struct frame_state *s = &c->s;
-	struct meta_obuf *o = c->o;
-	struct meta_model *m = c->m;
+	struct frame_state *s = &r->s;
+	struct meta_obuf *o = r->o;
+	struct meta_model *m = r->m;
 	const struct meta_function *f = &m->functions[fi];
 	meta_frame_reset(s);
-	if (c->fmt == META_FMT_TEXT) {
+	if (r->fmt == META_FMT_TEXT) {
 		meta_obuf_str(o, "function ");
 		meta_obuf_str(o, f->name ? f->name : "<anon>");
 		meta_obuf_str(o, " 0x");
@@ -131,7 +122,7 @@ static int emit_function(struct chunk *c, size_t fi, uint32_t *nlocs)
 		meta_obuf_str(o, "-0x");
 		meta_obuf_hex(o, f->high, 1);
 		meta_obuf_chr(o, '\n');
-	} else if (c->fmt == META_FMT_JSON) {
+	} else if (r->fmt == META_FMT_JSON) {
 		meta_obuf_str(o, fi == 0 ? "{\"name\":" : ",\n{\"name\":");
 		meta_obuf_json_str(o, f->name);
 		meta_obuf_str(o, ",\"low\":");
@@ -144,7 +135,7 @@ static int emit_function(struct chunk *c, size_t fi, uint32_t *nlocs)
 		const struct meta_var *v = &m->vars[f->var_first + k];
 		if (meta_var_locations(s, f, v))
 			return -1;
-		if (c->fmt == META_FMT_TEXT) {
+		if (r->fmt == META_FMT_TEXT) {
 			meta_obuf_str(o, v->kind == META_VAR_FORMAL ? "  formal " : "  local ");
 			meta_obuf_str(o, v->name ? v->name : "<anon>");
 			meta_obuf_str(o, " type=");
@@ -155,7 +146,7 @@ static int emit_function(struct chunk *c, size_t fi, uint32_t *nlocs)
 			for (size_t i = 0; i < s->nlocs; i++)
 				print_loc_text(o, &s->locs[i], m->machine == EM_X86_64);
 			meta_obuf_chr(o, '\n');
-		} else if (c->fmt == META_FMT_JSON) {
+		} else if (r->fmt == META_FMT_JSON) {
 			meta_obuf_str(o, k ? ",{\"name\":" : "{\"name\":");
 			meta_obuf_json_str(o, v->name);
 			meta_obuf_str(o, v->kind == META_VAR_FORMAL ? ",\"kind\":\"formal\",\"type\":"
@@ -177,57 +168,41 @@ static int emit_function(struct chunk *c, size_t fi, uint32_t *nlocs)
 			nlocs[k] = (uint32_t)s->nlocs;
 		}
 	}
-	if (c->fmt == META_FMT_JSON)
+	if (r->fmt == META_FMT_JSON)
 		meta_obuf_str(o, "]}");
 	return 0;
 }
 
-static void *run_chunk(void *arg)
-{
-	struct chunk *c = arg;
-	uint32_t *nlocs = c->nlocs;
-	for (size_t i = c->first; i < c->end && !c->rc; i++) {
-		c->rc = emit_function(c, i, nlocs);
-		nlocs += c->m->functions[i].var_count;
-	}
-	meta_obuf_flush(c->o);
-	return NULL;
-}
-
 /* The variable table, then the function table (C format), once the
  * locations of every variable are known. */
-static void c_vars_and_functions(struct meta_obuf *o, const struct meta_model *m, struct chunk *chunks,
-				 size_t nchunks)
+static void c_vars_and_functions(struct meta_obuf *o, const struct meta_model *m, const uint32_t *nlocs)
 {
 	static const char tail[] = "\t{ 0, 0, 0, 0, 0 }\n};\n\n";
 	meta_obuf_str(o, tail);
 	meta_obuf_str(o, "const struct kiln_meta_frame_var kiln_meta_frame_vars[] = {\n");
 	size_t first_loc = 0;
-	for (size_t c = 0; c < nchunks; c++) {
-		const uint32_t *nlocs = chunks[c].nlocs;
-		for (size_t fi = chunks[c].first; fi < chunks[c].end; fi++) {
-			const struct meta_function *f = &m->functions[fi];
-			for (uint32_t k = 0; k < f->var_count; k++, nlocs++) {
-				const struct meta_var *v = &m->vars[f->var_first + k];
-				meta_obuf_mem(o, "\t{ ", 3);
-				meta_obuf_c_str(o, v->name);
-				char *p = meta_obuf_room(o, 96);
-				p = meta_raw_mem(p, ", 0x", 4);
-				p = meta_raw_hex(p, meta_type_id(m, v->type), 1);
-				p = meta_raw_mem(p, v->kind == META_VAR_FORMAL ? "u, 1, " : "u, 0, ", 6);
-				p = meta_raw_u64(p, first_loc);
-				p = meta_raw_mem(p, "u, ", 3);
-				p = meta_raw_u64(p, *nlocs);
-				meta_obuf_done(o, meta_raw_mem(p, "u },\n", 5));
-				first_loc += *nlocs;
-			}
+	for (size_t i = 0; i < m->nfunctions; i++) {
+		const struct meta_function *f = &m->functions[i];
+		for (uint32_t k = 0; k < f->var_count; k++, nlocs++) {
+			const struct meta_var *v = &m->vars[f->var_first + k];
+			meta_obuf_mem(o, "\t{ ", 3);
+			meta_obuf_c_str(o, v->name);
+			char *p = meta_obuf_room(o, 96);
+			p = meta_raw_mem(p, ", 0x", 4);
+			p = meta_raw_hex(p, meta_type_id(m, v->type), 1);
+			p = meta_raw_mem(p, v->kind == META_VAR_FORMAL ? "u, 1, " : "u, 0, ", 6);
+			p = meta_raw_u64(p, first_loc);
+			p = meta_raw_mem(p, "u, ", 3);
+			p = meta_raw_u64(p, *nlocs);
+			meta_obuf_done(o, meta_raw_mem(p, "u },\n", 5));
+			first_loc += *nlocs;
 		}
 	}
 	meta_obuf_str(o, tail);
 	meta_obuf_str(o, "const struct kiln_meta_frame kiln_meta_frames[] = {\n");
 	size_t first_var = 0;
-	for (size_t fi = 0; fi < m->nfunctions; fi++) {
-		const struct meta_function *f = &m->functions[fi];
+	for (size_t i = 0; i < m->nfunctions; i++) {
+		const struct meta_function *f = &m->functions[i];
 		meta_obuf_mem(o, "\t{ ", 3);
 		meta_obuf_c_str(o, f->name);
 		char *p = meta_obuf_room(o, 96);
@@ -243,34 +218,6 @@ static void c_vars_and_functions(struct meta_obuf *o, const struct meta_model *m
 		first_var += f->var_count;
 	}
 	meta_obuf_str(o, tail);
-}
-
-#define MAX_CHUNKS 4
-#define VARS_PER_THREAD 16384 /* fewer: one thread (starting one costs more) */
-
-/* Splits the functions into up to MAX_CHUNKS runs of about as many
- * variables each, one per CPU. */
-static size_t split(const struct meta_model *m, struct chunk *chunks)
-{
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t n = m->nvars / VARS_PER_THREAD;
-	if (n > (size_t)(cpus > 0 ? cpus : 1))
-		n = (size_t)(cpus > 0 ? cpus : 1);
-	if (n > MAX_CHUNKS)
-		n = MAX_CHUNKS;
-	if (n > m->nfunctions)
-		n = m->nfunctions;
-	if (n < 1)
-		n = 1;
-	size_t fi = 0, vars = 0;
-	for (size_t c = 0; c < n; c++) {
-		chunks[c].first = fi;
-		size_t goal = m->nvars * (c + 1) / n;
-		while (fi < m->nfunctions && (c + 1 == n || vars < goal) && m->nfunctions - fi > n - c - 1)
-			vars += m->functions[fi++].var_count;
-		chunks[c].end = c + 1 == n ? m->nfunctions : fi;
-	}
-	return n;
 }
 
 int meta_tool_frames(struct meta_model *m, FILE *out, enum meta_format fmt, struct meta_err *err)
@@ -296,68 +243,29 @@ int meta_tool_frames(struct meta_model *m, FILE *out, enum meta_format fmt, stru
 		      "\tuint32_t first_var, nvars;\n};\n\n"
 		      "const struct kiln_meta_frame_loc kiln_meta_frame_locs[] = {\n", out);
 	}
-	struct chunk chunks[MAX_CHUNKS];
-	memset(chunks, 0, sizeof chunks);
-	size_t nchunks = split(m, chunks);
 	pthread_mutex_lock(&m->lock); /* (libelf reads the section) */
 	struct meta_cfi *cfi = meta_cfi_new(m);
 	pthread_mutex_unlock(&m->lock);
-	int rc = 0;
-	size_t var_first = 0;
-	for (size_t c = 0; c < nchunks && !rc; c++) {
-		struct chunk *ch = &chunks[c];
-		ch->m = m;
-		ch->fmt = fmt;
-		ch->s = (struct frame_state){ .m = m, .cfi = cfi, .warn = &ch->warn };
-		size_t nv = 0;
-		for (size_t fi = ch->first; fi < ch->end; fi++)
-			nv += m->functions[fi].var_count;
-		var_first += nv;
-		if ((c && !(ch->mem = open_memstream(&ch->buf, &ch->len))) || !(ch->o = meta_obuf_new(c ? ch->mem : out)) ||
-		    (fmt == META_FMT_C && !(ch->nlocs = malloc((nv ? nv : 1) * sizeof *ch->nlocs))))
-			rc = -1;
+	struct run r = { .m = m, .fmt = fmt, .s = { .m = m, .cfi = cfi, .warn = err }, .o = meta_obuf_new(out) };
+	int rc = r.o ? 0 : -1;
+	if (!rc && fmt == META_FMT_C && !(r.nlocs = malloc((m->nvars ? m->nvars : 1) * sizeof *r.nlocs)))
+		rc = -1;
+	uint32_t *nlocs = r.nlocs;
+	for (size_t i = 0; i < m->nfunctions && !rc; i++) {
+		rc = emit_function(&r, i, nlocs);
+		nlocs += fmt == META_FMT_C ? m->functions[i].var_count : 0;
 	}
-	pthread_t threads[MAX_CHUNKS];
-	size_t started = 1;
-	for (; !rc && started < nchunks; started++)
-		if (pthread_create(&threads[started], NULL, run_chunk, &chunks[started]))
-			break;
-	if (!rc) {
-		run_chunk(&chunks[0]); /* this thread does the first run, and any not started */
-		for (size_t c = started; c < nchunks; c++)
-			run_chunk(&chunks[c]);
-	}
-	for (size_t c = 1; c < started; c++)
-		pthread_join(threads[c], NULL);
-	for (size_t c = 0; c < nchunks && !rc; c++) {
-		rc = chunks[c].rc;
-		if (c && !rc) {
-			if (fflush(chunks[c].mem) != 0)
-				rc = -1;
-			else
-				fwrite_unlocked(chunks[c].buf, 1, chunks[c].len, out);
-		}
-		/* the warnings in the order a single thread meets them */
-		if (chunks[c].warn.nwarnings && !err->nwarnings)
-			memcpy(err->first_warning, chunks[c].warn.first_warning, sizeof err->first_warning);
-		err->nwarnings += chunks[c].warn.nwarnings;
-	}
-	if (fmt == META_FMT_C && !rc) {
-		c_vars_and_functions(chunks[0].o, m, chunks, nchunks);
-		meta_obuf_flush(chunks[0].o);
-	}
+	if (fmt == META_FMT_C && !rc)
+		c_vars_and_functions(r.o, m, r.nlocs);
+	if (r.o)
+		meta_obuf_flush(r.o);
 	if (fmt == META_FMT_JSON)
 		fputs("\n]}\n", out);
 	else if (fmt == META_FMT_C)
 		fprintf(out, "const uint32_t kiln_meta_nframes = %zuu;\n", m->nfunctions);
-	for (size_t c = 0; c < nchunks; c++) {
-		meta_frame_state_free(&chunks[c].s);
-		if (chunks[c].mem)
-			fclose(chunks[c].mem);
-		free(chunks[c].buf);
-		free(chunks[c].o);
-		free(chunks[c].nlocs);
-	}
+	meta_frame_state_free(&r.s);
+	free(r.o);
+	free(r.nlocs);
 	meta_cfi_free(cfi);
 	if (rc)
 		meta_set_err(err, "%s: out of memory while computing frames", m->path);
