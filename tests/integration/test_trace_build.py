@@ -27,8 +27,9 @@ rm -f conftest conftest.c
 
 
 def hidden_group(report, package):
-    """The report's group of files hidden for `package`, e.g. "  pkg (2)"."""
-    return re.search(rf"^  {re.escape(package)} \(\d+\)$", report, re.M) is not None
+    """The report's ranked group of files hidden for `package`, e.g.
+    "  1. pkg (2)  evidence: read"."""
+    return re.search(rf"^  \d+\. {re.escape(package)} \(\d+\)  evidence: ", report, re.M) is not None
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +52,7 @@ def project(tmp_path):
 
 def test_undeclared_library_is_absent_and_reported(kiln_bin, dpkg_db, project):
     r = run([kiln_bin, "trace", "--db", dpkg_db, "--deps", "gcc,libc6-dev",
-             "--json", "report.json", "--", "./configure"], cwd=project)
+             "--json", "-o", "report.json", "--", "./configure"], cwd=project)
     assert r.returncode == 0, r.stderr
     assert "checking for sqlite3... no" in r.stdout
     assert (project / "config.mk").read_text() == "HAVE_SQLITE3=0\n"
