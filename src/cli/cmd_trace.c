@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -57,12 +58,18 @@ static void usage(FILE *out)
 "                            base set Essential, the default otherwise; chroot\n"
 "                            also gives the build sbuild's environment (only\n"
 "                            dpkg's build variables kept; PATH, HOME, SHELL,\n"
-"                            LC_ALL as sbuild sets them)\n"
+"                            LC_ALL as sbuild sets them) and hides what a clean\n"
+"                            chroot does not have: files no package of the\n"
+"                            closure owns in /usr/local, /opt, /usr/lib/locale,\n"
+"                            /etc/ld.so.conf.d, and your home directory (except\n"
+"                            the build tree)\n"
 "  --keep-env VAR            with --profile chroot, pass VAR through as it is\n"
-"                            here (repeatable)\n"
+"                            here (repeatable; HOME also keeps your home visible)\n"
 "  --allow PREFIX            visible and writable\n"
 "  --read PREFIX             visible, writes refused\n"
 "  --ask PREFIX              the registry decides visibility, writes refused\n"
+"  --owned PREFIX            visible only what a package of the closure owns,\n"
+"                            writes refused\n"
 "  --deny PREFIX             hidden\n"
 "  --unknown report|allow|hide\n"
 "                            files in ask-trees the registry does not know\n"
@@ -195,7 +202,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		memcpy(name, a, nl);
 		name[nl] = '\0';
 		static const char *const valued[] = { "--db", "--deps", "--deps-from-control", "--profile", "--keep-env", "--allow",
-						      "--read", "--ask", "--deny", "--unknown", "--policy",
+						      "--read", "--ask", "--owned", "--deny", "--unknown", "--policy",
 						      "--json", "--log", "--report" };
 		bool known = false;
 		for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
@@ -339,11 +346,36 @@ static void describe_status(char *buf, size_t len, int st)
 		snprintf(buf, len, "exit status %d", WEXITSTATUS(st));
 }
 
-static int build_policy(const struct opts *o, const char *cwd, struct policy *p)
+static bool keeps_env(const struct opts *o, const char *name)
+{
+	for (size_t i = 0; i < o->nkeep_env; i++)
+		if (!strcmp(o->keep_env[i], name))
+			return true;
+	return false;
+}
+
+/* The invoking user's home: $HOME, else the password database's. */
+static const char *invoking_home(void)
+{
+	const char *h = getenv("HOME");
+	if (h && h[0] == '/')
+		return h;
+	struct passwd *pw = getpwuid(getuid());
+	return pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
+}
+
+static int build_policy(const struct opts *o, const char *cwd, const char *preload,
+			struct policy *p)
 {
 	char err[1024];
+	bool chroot = o->profile == REGISTRY_PROFILE_CHROOT;
 	policy_init(p);
-	if (policy_add_defaults(p, cwd, err, sizeof err) < 0 ||
+	/* The artifact names first: the chroot rules keep their directory
+	 * readable. They add no rule of their own. */
+	if (policy_add_defaults(p, cwd, !chroot, err, sizeof err) < 0 ||
+	    artifacts_add_to_policy(p, o->control, o->command[0], cwd, err, sizeof err) < 0 ||
+	    (chroot && policy_add_chroot(p, keeps_env(o, "HOME") ? NULL : invoking_home(), preload,
+					 err, sizeof err) < 0) ||
 	    (o->policy_file && policy_load_file(p, o->policy_file, err, sizeof err) < 0))
 		goto fail;
 	for (size_t i = 0; i < o->nrules; i++)
@@ -351,8 +383,6 @@ static int build_policy(const struct opts *o, const char *cwd, struct policy *p)
 			goto fail;
 	if (o->unknown_set)
 		p->unknown = o->unknown;
-	if (artifacts_add_to_policy(p, o->control, o->command[0], cwd, err, sizeof err) < 0)
-		goto fail;
 	policy_compile(p);
 	return 0;
 fail:
@@ -445,7 +475,7 @@ static int run_trace(struct opts *op)
 	o.report = absolute(o.report, cwd, &op->report_abs);
 	if (registry_refresh_if_stale(o.db, !o.no_refresh, "kiln trace", stderr) < 0)
 		return EXIT_KILN;
-	if (find_preload(preload, sizeof preload) < 0 || build_policy(&o, cwd, &policy) < 0)
+	if (find_preload(preload, sizeof preload) < 0 || build_policy(&o, cwd, preload, &policy) < 0)
 		return EXIT_KILN;
 
 	const char *tmp = getenv("TMPDIR");

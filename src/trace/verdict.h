@@ -35,6 +35,8 @@ enum kiln_verdict {
 /* Query flags. */
 enum kiln_qflags {
 	KILN_Q_NOFOLLOW = 1u << 0, /* do not follow a symlink in the last component */
+	KILN_Q_PROBE    = 1u << 1, /* access(2)-like: asks whether the access would be
+				    * allowed, does nothing (a write class is a probe) */
 };
 
 /* Verdict for an absolute path (lexically cleaned: no "//", no "/./"; ".."

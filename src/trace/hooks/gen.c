@@ -55,9 +55,16 @@ ssize_t __readlinkat_chk(int dirfd, const char *path, char *buf, size_t n, size_
 #define SUN(addr, len, acc)            kt_check_sockaddr((addr), (unsigned)(len), (acc))
 #define NS_ALWAYS                      KT_NS_ALWAYS
 
+/* access(2) and friends only ask: a W_OK is a probe, answered as the
+ * kernel answers a build user who is not root (docs/policy.md). */
 static inline unsigned kt_access_class(int mode)
 {
 	return KILN_A_STAT | ((mode & W_OK) ? KILN_A_WRITE : 0);
+}
+
+static inline unsigned kt_access_qflags(int mode)
+{
+	return (mode & W_OK) ? KILN_Q_PROBE : 0;
 }
 
 static inline unsigned kt_rename_to_class(unsigned flags)

@@ -125,6 +125,8 @@ static const char *group_name(const struct trace_finding *f)
 		return f->pkg;
 	case SBX_HIDDEN_RULE:
 		return "(deny rules)";
+	case SBX_HIDDEN_UNOWNED:
+		return "(no package of the closure owns them: 'owned' rules)";
 	default:
 		return "(unknown to the registry, policy 'unknown hide')";
 	}
@@ -132,8 +134,9 @@ static const char *group_name(const struct trace_finding *f)
 
 void tracelog_write_text(const struct tracelog *t, FILE *out)
 {
-	struct item *hid = sorted(&t->hidden), *ref = sorted(&t->refused), *unk = sorted(&t->unknown);
-	if (!hid || !ref || !unk) {
+	struct item *hid = sorted(&t->hidden), *ref = sorted(&t->refused), *unk = sorted(&t->unknown),
+		    *prb = sorted(&t->probes);
+	if (!hid || !ref || !unk || !prb) {
 		fprintf(out, "kiln trace: out of memory writing the report\n");
 		goto done;
 	}
@@ -178,6 +181,13 @@ void tracelog_write_text(const struct tracelog *t, FILE *out)
 		print_finding(out, t, &ref[i]);
 	if (t->refused.n > TEXT_LINES)
 		fprintf(out, "    ... and %zu more\n", t->refused.n - TEXT_LINES);
+	if (t->probes.n)
+		fprintf(out, "  write probes (access W_OK outside the writable areas; answered EACCES, as "
+			     "for a build user who is not root; nothing written): %zu\n", t->probes.n);
+	for (size_t i = 0; i < t->probes.n && i < TEXT_LINES; i++)
+		print_finding(out, t, &prb[i]);
+	if (t->probes.n > TEXT_LINES)
+		fprintf(out, "    ... and %zu more\n", t->probes.n - TEXT_LINES);
 	fprintf(out, "  unknown files (in registry-managed trees, not in the registry; allowed): %zu\n",
 		t->unknown.n);
 	for (size_t i = 0; i < t->unknown.n && i < TEXT_LINES; i++)
@@ -209,6 +219,7 @@ done:
 	free(hid);
 	free(ref);
 	free(unk);
+	free(prb);
 }
 
 void tracelog_write_stats(const struct tracelog *t, FILE *out)
@@ -305,6 +316,8 @@ static void json_findings(FILE *f, const struct tracelog *t, const struct item *
 			fputs(",\"rule\":\"deny\"", f);
 		} else if (v[i].f->reason == SBX_HIDDEN_UNKNOWN) {
 			fputs(",\"rule\":\"unknown hide\"", f);
+		} else if (v[i].f->reason == SBX_HIDDEN_UNOWNED) {
+			fputs(",\"rule\":\"owned\"", f);
 		}
 		fputs(",\"access\":", f);
 		json_access(f, v[i].f->access);
@@ -319,14 +332,17 @@ int tracelog_write_json(const struct tracelog *t, const char *file, int exit_sta
 			char *err, size_t errlen)
 {
 	struct outfile out;
-	struct item *hid = sorted(&t->hidden), *ref = sorted(&t->refused), *unk = sorted(&t->unknown);
-	FILE *f = hid && ref && unk ? outfile_fopen(&out, AT_FDCWD, file, STDOUT_FILENO, 0, err, errlen) : NULL;
+	struct item *hid = sorted(&t->hidden), *ref = sorted(&t->refused), *unk = sorted(&t->unknown),
+		    *prb = sorted(&t->probes);
+	FILE *f = hid && ref && unk && prb ? outfile_fopen(&out, AT_FDCWD, file, STDOUT_FILENO, 0, err, errlen)
+					   : NULL;
 	if (!f) {
-		if (!hid || !ref || !unk)
+		if (!hid || !ref || !unk || !prb)
 			snprintf(err, errlen, "out of memory writing %s", file);
 		free(hid);
 		free(ref);
 		free(unk);
+		free(prb);
 		return -1;
 	}
 	fprintf(f, "{\"mode\":\"%s\",", t->report_only ? "report-only" : "enforce");
@@ -345,6 +361,8 @@ int tracelog_write_json(const struct tracelog *t, const char *file, int exit_sta
 	json_findings(f, t, hid, t->hidden.n);
 	fputs(",\n\"refused_writes\":", f);
 	json_findings(f, t, ref, t->refused.n);
+	fputs(",\n\"write_probes\":", f);
+	json_findings(f, t, prb, t->probes.n);
 	fputs(",\n\"unknown\":", f);
 	json_findings(f, t, unk, t->unknown.n);
 	fputs(",\n\"exec_events\":[", f);
@@ -368,11 +386,11 @@ int tracelog_write_json(const struct tracelog *t, const char *file, int exit_sta
 			npkgs++;
 	fprintf(f, "],\n\"totals\":{\"queries\":%lu,\"dir_queries\":%lu,\"entries_hidden\":%lu,"
 		"\"paths\":%zu,\"processes\":%zu,\"connections\":%zu,\"hidden\":%zu,\"hidden_packages\":%zu,"
-		"\"refused_writes\":%zu,\"unknown\":%zu,\"exec_events\":%zu,\"undecidable\":%lu,"
+		"\"refused_writes\":%zu,\"write_probes\":%zu,\"unknown\":%zu,\"exec_events\":%zu,\"undecidable\":%lu,"
 		"\"violations\":%lu,\"server_cpu_seconds\":%.3f},\n",
 		t->queries, t->dir_queries, t->entries_hidden, t->paths.n, tracelog_processes(t),
 		t->nclients, t->hidden.n,
-		npkgs, t->refused.n, t->unknown.n, t->nevents, t->failures, tracelog_violations(t),
+		npkgs, t->refused.n, t->probes.n, t->unknown.n, t->nevents, t->failures, tracelog_violations(t),
 		t->server_cpu);
 	const struct trace_cache_figures *c = &t->cache;
 	fprintf(f, "\"cache\":{\"enabled\":%s,\"hits\":%" PRIu64 ",\"misses\":%" PRIu64
@@ -383,6 +401,7 @@ int tracelog_write_json(const struct tracelog *t, const char *file, int exit_sta
 	free(hid);
 	free(ref);
 	free(unk);
+	free(prb);
 	return outfile_commit(&out, err, errlen);
 }
 

@@ -10,7 +10,7 @@
 #include "ipc/msg.h"
 
 #define ACCESS_ALL 0x7fu
-#define QFLAGS_ALL ((unsigned)KILN_Q_NOFOLLOW)
+#define QFLAGS_ALL ((unsigned)(KILN_Q_NOFOLLOW | KILN_Q_PROBE))
 #define NAME_MAX_BYTES 255
 
 struct trace_service *trace_service_new(const struct policy *policy, struct sbx_oracle oracle,

@@ -24,6 +24,7 @@ void tracelog_free(struct tracelog *t)
 	pathtab_free(&t->paths, free);
 	pathtab_free(&t->hidden, free_finding);
 	pathtab_free(&t->refused, free_finding);
+	pathtab_free(&t->probes, free_finding);
 	pathtab_free(&t->unknown, free_finding);
 	for (size_t i = 0; i < t->nevents; i++)
 		free(t->events[i].path);
@@ -94,10 +95,14 @@ void tracelog_query(struct tracelog *t, int client, const char *path, unsigned a
 	case SBX_HIDDEN_PKG:
 	case SBX_HIDDEN_RULE:
 	case SBX_HIDDEN_UNKNOWN:
+	case SBX_HIDDEN_UNOWNED:
 		record(&t->hidden, d->node, client, access, d->reason, path, d->pkg);
 		break;
 	case SBX_WRITE_REFUSED:
 		record(&t->refused, d->node, client, access, d->reason, path, "");
+		break;
+	case SBX_WRITE_PROBE:
+		record(&t->probes, d->node, client, access, d->reason, path, "");
 		break;
 	case SBX_FAILED:
 		t->failures++;

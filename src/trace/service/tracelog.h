@@ -55,6 +55,7 @@ struct tracelog {
 	struct pathtab paths;    /* path asked -> struct trace_path */
 	struct pathtab hidden;   /* hidden node -> struct trace_finding */
 	struct pathtab refused;  /* refused path -> struct trace_finding */
+	struct pathtab probes;   /* write probe answered EACCES -> struct trace_finding */
 	struct pathtab unknown;  /* unknown file -> struct trace_finding */
 	struct trace_event *events;
 	size_t nevents, capevents;
@@ -85,7 +86,7 @@ void tracelog_event(struct tracelog *t, int client, unsigned kind, const char *p
  * needed to connect. */
 size_t tracelog_processes(const struct tracelog *t);
 
-/* Hidden nodes + refused writes: what --strict counts. */
+/* Hidden nodes + refused writes (not write probes): what --strict counts. */
 unsigned long tracelog_violations(const struct tracelog *t);
 
 /* report.c: the text report, the JSON report and the access log. The files

@@ -133,7 +133,7 @@ static bool node_clean(const struct policy *p, const char *q, bool last)
 		return false;
 	for (size_t i = 0; i < p->n; i++) {
 		const struct policy_rule *r = &p->rules[i];
-		if ((r->action == POLICY_ASK || r->action == POLICY_DENY) && policy_covers(r, q))
+		if (r->action >= POLICY_ASK && policy_covers(r, q))
 			return false;
 	}
 	return true;
@@ -199,7 +199,7 @@ bool verdict_cache_area_listing(const struct policy *p, const char *dir)
 	/* An entry is hidden only by a hiding or asking rule for it or below. */
 	for (size_t i = 0; i < p->n; i++) {
 		const struct policy_rule *r = &p->rules[i];
-		if ((r->action == POLICY_ASK || r->action == POLICY_DENY) &&
+		if (r->action >= POLICY_ASK &&
 		    (dl == 1 || (r->len > dl && !strncmp(r->prefix, dir, dl) && r->prefix[dl] == '/')))
 			return false;
 	}
@@ -220,6 +220,10 @@ void verdict_cache_query(struct verdict_cache *vc, const char *path, unsigned ac
 	/* Only when the decision just made agrees (it may not: the path has a
 	 * symlink on its way right now). */
 	int area = verdict_cache_area_verdict(vc->policy, path, access);
+	/* A write probe outside the writable areas depends on whether the
+	 * file exists (EACCES or the kernel's ENOENT): asked every time. */
+	if ((qflags & KILN_Q_PROBE) && area != KILN_V_ALLOW)
+		return;
 	if (area >= 0 && (unsigned)area == d->verdict)
 		put(vc, key, klen, vc_value(VC_AREA, (unsigned)area));
 }
