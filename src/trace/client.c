@@ -21,6 +21,7 @@
 
 #include "trace/kt.h"
 #include "trace/rawsys.h"
+#include "trace/vcache.h"
 
 #define KT_POOL   8
 #define KT_FD_MIN 100
@@ -376,6 +377,42 @@ int kiln_ask(const char *abspath, unsigned access, unsigned qflags)
 		if (r >= 0)
 			report_failure(EPROTO);
 		return KILN_V_ERROR;
+	}
+	return (int)resp.m.v.verdict;
+}
+
+int kiln_ask_data(unsigned kind, unsigned arg, const char *a, const char *b)
+{
+	kt_init();
+	size_t alen = strlen(a), blen = strlen(b);
+	if (alen > KILN_PATH_MAX || blen > KILN_PATH_MAX)
+		return KILN_D_CHECK;
+	char key[SHMMAP_MAX_KEY];
+	int cached;
+	if (kt_cache_ask_key(key, vc_key_data(key, kind, arg, a, alen, b, blen), &cached))
+		return cached;
+	struct {
+		struct kiln_msg_hdr h;
+		struct kiln_query_data q;
+		char s[2 * KILN_PATH_MAX];
+	} req;
+	req.h = (struct kiln_msg_hdr){ KILN_MSG_QUERY_DATA, 0,
+				       (uint32_t)(sizeof req.q + alen + blen) };
+	req.q = (struct kiln_query_data){ kind, arg, (uint32_t)alen };
+	memcpy(req.s, a, alen);
+	memcpy(req.s + alen, b, blen);
+	union {
+		char raw[64];
+		struct {
+			struct kiln_msg_hdr h;
+			struct kiln_verdict_msg v;
+		} m;
+	} resp;
+	long r = exchange(&req, sizeof req.h + req.h.len, &resp, sizeof resp, KILN_MSG_VERDICT, 0);
+	if (r != sizeof(struct kiln_verdict_msg) || resp.m.v.verdict > KILN_D_CHECK) {
+		if (r >= 0)
+			report_failure(EPROTO);
+		return KILN_D_CHECK;
 	}
 	return (int)resp.m.v.verdict;
 }

@@ -144,11 +144,22 @@ int kt_spawn_refused(const posix_spawn_file_actions_t *fa);
 /* In the child of a fork: forget the parent's connections. */
 void kt_client_after_fork(void);
 
+/* ---- sud.c: glibc's own system calls, checked (docs/glibc-data.md) --- */
+
+/* Runs fn(arg) with every system call this thread makes outside the
+ * preload library trapped and checked as the hooks check theirs (a hidden
+ * file is absent for glibc's internal opens too). Returns 0, or -1 when the
+ * kernel offers no syscall user dispatch (fn was not run). */
+int kt_checked(void (*fn)(void *), void *arg);
+
 /* ---- cache.c: the shared verdict cache (docs/verdict-cache.md) --------- */
 
 /* Answers a question from the map: 1 and *verdict, or 0 (ask the server).
  * Attaches the map on first use ($KILN_CACHE; unset: never). */
 int kt_cache_ask(const char *abs, size_t plen, unsigned access, unsigned qflags, int *verdict);
+/* A STABLE answer stored under a key of its own (vcache.h): 1 and *answer,
+ * or 0. */
+int kt_cache_ask_key(const char *key, size_t klen, int *answer);
 /* Same for a listing batch: 1 with hidden[] filled, or 0. */
 int kt_cache_ask_dir(const char *dir, const char *const *names, size_t n, unsigned char *hidden);
 /* 1 when absolute `path` has no symlink on its way (the last component not

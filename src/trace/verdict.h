@@ -49,6 +49,19 @@ int kiln_ask(const char *abspath, unsigned access, unsigned qflags);
 int kiln_ask_dir(const char *absdir, const char *const *names, size_t n,
 		 unsigned char *hidden);
 
+/* Data glibc opens with internal calls no hook sees (docs/glibc-data.md):
+ * the hooks of the functions that load it ask for a plan first. */
+enum kiln_data_kind {
+	KILN_D_LOCALE = 1, /* a = LOCPATH ("" if unset), b = a locale name, arg = categories */
+};
+enum kiln_data_answer {
+	KILN_D_CLEAN  = 0, /* nothing the build may not see is involved: call through */
+	KILN_D_ABSENT = 1, /* glibc would find nothing the build may see: fail as it does then */
+	KILN_D_CHECK  = 2, /* both: call through with glibc's own opens checked */
+};
+/* The plan for one question (KILN_D_CHECK when no answer can be had). */
+int kiln_ask_data(unsigned kind, unsigned arg, const char *a, const char *b);
+
 /* Events the server reports but does not decide. */
 enum kiln_event_kind {
 	KILN_E_SETUID_EXEC = 1, /* exec of a set-uid/set-gid program: preload lost */

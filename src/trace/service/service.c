@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "ipc/msg.h"
 
@@ -22,6 +23,13 @@ struct trace_service *trace_service_new(const struct policy *policy, struct sbx_
 	sandbox_init(&ts->sbx, policy, oracle);
 	tracelog_init(&ts->log, report_only);
 	ts->report_only = report_only;
+	ts->locale_env = (struct locale_env){ .locale_dir = "/usr/lib/locale",
+					      .alias_file = "/usr/share/locale/locale.alias",
+					      .archive = "/usr/lib/locale/locale-archive" };
+	if (!(ts->locales = locale_plan_cache_new())) {
+		trace_service_free(ts);
+		return NULL;
+	}
 	return ts;
 }
 
@@ -31,6 +39,7 @@ void trace_service_free(struct trace_service *ts)
 		return;
 	sandbox_free(&ts->sbx);
 	tracelog_free(&ts->log);
+	locale_plan_cache_free(ts->locales);
 	free(ts);
 }
 
@@ -135,6 +144,61 @@ static int on_query_dir(struct trace_service *ts, int client, int fd, const char
 	return kiln_msg_send(fd, KILN_MSG_VERDICT_DIR, &v, sizeof v, hidden, q.count, MSG_DONTWAIT);
 }
 
+/* A file a locale plan looks at, as the build would see it; hidden ones are
+ * findings of the asking process. */
+struct data_look {
+	struct trace_service *ts;
+	int client;
+	bool stable;
+};
+
+static int data_look(void *ctx, const char *path, struct locale_seen *seen)
+{
+	struct data_look *l = ctx;
+	struct trace_service *ts = l->ts;
+	sandbox_decide(&ts->sbx, client_pid(ts, l->client), path, KILN_A_READ, 0, &ts->dec);
+	if (ts->dec.reason == SBX_FAILED)
+		return -1;
+	l->stable &= ts->dec.stable;
+	seen->hidden = ts->dec.verdict == KILN_V_HIDE;
+	seen->exists = seen->hidden || ts->dec.exists;
+	struct stat st;
+	seen->is_dir = seen->exists && !seen->hidden && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+	if (seen->hidden)
+		tracelog_seen(&ts->log, l->client, path, KILN_A_READ, &ts->dec);
+	return 0;
+}
+
+static int on_query_data(struct trace_service *ts, int client, int fd, const char *payload, size_t len)
+{
+	struct kiln_query_data q;
+	if (len < sizeof q)
+		return -1;
+	memcpy(&q, payload, sizeof q);
+	size_t blen = len - sizeof q - (q.alen <= len - sizeof q ? q.alen : 0);
+	if (q.kind != KILN_D_LOCALE || q.alen > len - sizeof q || q.alen > KILN_PATH_MAX ||
+	    blen > KILN_PATH_MAX || !q.arg || (q.arg & ~0x1fbfu))
+		return -1;
+	const char *a = payload + sizeof q, *b = a + q.alen;
+	if (memchr(a, '\0', q.alen + blen))
+		return -1;
+	char as[KILN_PATH_MAX + 1], bs[KILN_PATH_MAX + 1];
+	memcpy(as, a, q.alen);
+	as[q.alen] = '\0';
+	memcpy(bs, b, blen);
+	bs[blen] = '\0';
+	ts->log.queries++;
+	struct data_look l = { ts, client, true };
+	struct locale_env env = ts->locale_env;
+	env.ctx = &l;
+	env.look = data_look;
+	int answer = locale_plan(&env, ts->locales, as, q.arg, bs);
+	struct kiln_verdict_msg v = { .verdict = ts->report_only ? KILN_D_CLEAN : (uint32_t)answer };
+	if (ts->vc && !ts->report_only && l.stable)
+		verdict_cache_data(ts->vc, q.kind, q.arg, as, q.alen, bs, blen, (unsigned)answer);
+	return kiln_msg_send(fd, KILN_MSG_VERDICT, &v, sizeof v, NULL, 0, MSG_DONTWAIT);
+}
+
 static int on_event(struct trace_service *ts, int client, const char *payload, size_t len)
 {
 	struct kiln_event_msg e;
@@ -162,6 +226,8 @@ int trace_service_message(void *ctx, int client, int fd, const struct kiln_msg_h
 		return on_query_dir(ts, client, fd, payload, len);
 	case KILN_MSG_EVENT:
 		return on_event(ts, client, payload, len);
+	case KILN_MSG_QUERY_DATA:
+		return on_query_data(ts, client, fd, payload, len);
 	default:
 		return -1;
 	}

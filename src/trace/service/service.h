@@ -10,6 +10,7 @@
 
 #include "ipc/proto.h"
 #include "server/server.h"
+#include "trace/service/locale_plan.h"
 #include "trace/service/sandbox.h"
 #include "trace/service/tracelog.h"
 #include "trace/service/verdict_cache.h"
@@ -19,6 +20,8 @@ struct trace_service {
 	struct tracelog log;
 	bool report_only;
 	struct verdict_cache *vc;  /* the shared verdict cache, or NULL (--no-cache) */
+	struct locale_plan_cache *locales; /* locale.alias and locale-archive, read once */
+	struct locale_env locale_env;      /* where glibc looks (tests point it elsewhere) */
 	struct sbx_decision dec;
 	char path[KILN_PATH_MAX + 1];
 };

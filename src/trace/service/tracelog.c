@@ -79,6 +79,12 @@ void tracelog_query(struct tracelog *t, int client, const char *path, unsigned a
 		    const struct sbx_decision *d)
 {
 	t->queries++;
+	tracelog_seen(t, client, path, access, d);
+}
+
+void tracelog_seen(struct tracelog *t, int client, const char *path, unsigned access,
+		   const struct sbx_decision *d)
+{
 	bool added;
 	void **slot = pathtab_put(&t->paths, path, strlen(path), &added);
 	if (slot) {

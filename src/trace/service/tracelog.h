@@ -77,6 +77,11 @@ int tracelog_client(struct tracelog *t, pid_t pid, const char *cmdline, size_t l
 /* Records one query and its decision. */
 void tracelog_query(struct tracelog *t, int client, const char *path, unsigned access,
 		    const struct sbx_decision *d);
+/* Records a decision the server made for a file the build's glibc would
+ * open by itself (a locale plan's hidden candidates): as a query, but not
+ * counted as one. */
+void tracelog_seen(struct tracelog *t, int client, const char *path, unsigned access,
+		   const struct sbx_decision *d);
 void tracelog_dir(struct tracelog *t, unsigned long entries_hidden);
 void tracelog_event(struct tracelog *t, int client, unsigned kind, const char *path);
 

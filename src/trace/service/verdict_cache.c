@@ -270,6 +270,17 @@ void verdict_cache_listing(struct verdict_cache *vc, const char *dir, const stru
 	put(vc, key, vc_key_listing(key, dir, dl), vc_value(VC_STABLE, VC_LIST_ENTRIES));
 }
 
+void verdict_cache_data(struct verdict_cache *vc, unsigned kind, unsigned arg, const char *a,
+			size_t alen, const char *b, size_t blen, unsigned answer)
+{
+	if (vc->stop)
+		return;
+	char key[SHMMAP_MAX_KEY];
+	size_t klen = vc_key_data(key, kind, arg, a, alen, b, blen);
+	if (klen)
+		put(vc, key, klen, vc_value(VC_STABLE, answer));
+}
+
 void verdict_cache_stats(const struct verdict_cache *vc, struct verdict_cache_stats *st)
 {
 	*st = (struct verdict_cache_stats){ 0 };

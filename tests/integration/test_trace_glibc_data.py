@@ -1,0 +1,190 @@
+"""glibc's own opens of its data follow the sandbox (docs/glibc-data.md):
+locale data of a package outside the closure is absent for setlocale and
+newlocale exactly as locale data that does not exist, and glibc's fallback
+to another locale directory goes where it goes in a tree without the hidden
+one. Each answer under kiln is compared with glibc's own answer in a tree
+where the hidden files really are missing (the oracle), never with a
+hard-coded one."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from conftest import run
+from runas import manifest_text
+
+C_UTF8 = "/usr/lib/locale/C.utf8"
+
+# Prints, per argument NAME, what setlocale(LC_ALL, NAME) and
+# newlocale(LC_ALL_MASK, NAME, 0) return (errno on failure) and which
+# LC_CTYPE file that mapped (glibc keeps loaded data mapped: only the new
+# one is shown). "env:NAME" runs
+# setlocale(LC_ALL, "") with LC_ALL=NAME in the environment.
+PROBE = r'''
+import ctypes, errno, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.setlocale.restype = ctypes.c_char_p
+libc.newlocale.restype = ctypes.c_void_p
+libc.newlocale.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p]
+seen = set()
+def mapped():
+    with open("/proc/self/maps") as f:
+        now = {l.split()[-1] for l in f if l.rstrip().endswith("/LC_CTYPE")}
+    new = sorted(now - seen)
+    seen.update(now)
+    return ",".join(os.path.basename(os.path.dirname(p)) for p in new) or "-"
+mapped()  # what the interpreter loaded at start
+for arg in sys.argv[1:]:
+    name = arg
+    if arg.startswith("env:"):
+        os.environ["LC_ALL"] = name = arg[4:]
+        arg = ""
+    libc.setlocale(6, b"C")
+    ctypes.set_errno(0)
+    r = libc.setlocale(6, arg.encode())
+    e = ctypes.get_errno()
+    print(name, "setlocale", r.decode() if r else "NULL:" + errno.errorcode.get(e, str(e)), mapped())
+    ctypes.set_errno(0)
+    loc = libc.newlocale(8127, name.encode(), None)
+    e = ctypes.get_errno()
+    print(name, "newlocale", "OK" if loc else "NULL:" + errno.errorcode.get(e, str(e)))
+    if loc:
+        libc.freelocale(ctypes.c_void_p(loc))
+    os.environ.pop("LC_ALL", None)
+'''
+
+
+class LocaleWorld:
+    """sys/locale holds locales (copies of C.utf8) owned by packages of a
+    manifest registry: xx_XX.utf8 (locales-xx, not declared), yy_YY.utf8
+    (locales-yy-hidden, not declared) and yy (locales-yy, declared). The
+    same tree without the hidden ones is the oracle."""
+
+    def __init__(self, kiln):
+        self.kiln = str(kiln)
+        self.top = tempfile.mkdtemp(prefix="kiln-locale-", dir="/tmp")
+        self.sys = os.path.join(self.top, "sys")
+        self.loc = os.path.join(self.sys, "locale")
+        self.oracle = os.path.join(self.top, "oracle")
+        self.build = os.path.join(self.top, "build")
+        os.makedirs(self.build)
+        for name in ("xx_XX.utf8", "yy_YY.utf8", "yy", "vv_VV.utf8"):
+            shutil.copytree(C_UTF8, os.path.join(self.loc, name))
+        os.makedirs(self.oracle)
+        for name in ("yy", "vv_VV.utf8"):
+            shutil.copytree(C_UTF8, os.path.join(self.oracle, name))
+
+        def files(d):
+            out = [d + "/"]
+            for base, dirs, names in os.walk(d):
+                out += [os.path.join(base, n) + "/" for n in dirs] + [os.path.join(base, n) for n in names]
+            return out
+        S, L = self.sys, self.loc
+        manifest = os.path.join(self.top, "manifest")
+        with open(manifest, "w") as f:
+            f.write(manifest_text([
+                ("base", True, [f"{S}/", f"{L}/"]),
+                ("locales-xx", False, files(f"{L}/xx_XX.utf8")),
+                ("locales-yy-hidden", False, files(f"{L}/yy_YY.utf8")),
+                ("locales-yy", False, files(f"{L}/yy") + files(f"{L}/vv_VV.utf8")),
+            ]))
+        self.db = os.path.join(self.top, "registry.db")
+        r = run([self.kiln, "registry", "--db", self.db, "import", "manifest", manifest])
+        assert r.returncode == 0, r.stderr
+
+    def probe(self, names, traced=True, locpath=None, extra=()):
+        script = os.path.join(self.build, "probe.py")
+        with open(script, "w") as f:
+            f.write(PROBE)
+        env = dict(os.environ, LOCPATH=locpath or (self.loc if traced else self.oracle))
+        env.pop("LC_ALL", None)
+        cmd = [sys.executable, script, *names]
+        if traced:
+            cmd = [self.kiln, "trace", "--db", self.db, "--deps", "locales-yy", "--ask", self.sys,
+                   "--json", os.path.join(self.top, "report.json"), *extra, "--", *cmd]
+        r = run(cmd, env=env, cwd=self.build)
+        assert r.returncode == 0, r.stderr[-3000:]
+        return r.stdout.splitlines(), r.stderr
+
+    def report(self):
+        with open(os.path.join(self.top, "report.json")) as f:
+            return json.load(f)
+
+    def cleanup(self):
+        shutil.rmtree(self.top, ignore_errors=True)
+
+
+@pytest.fixture
+def lworld(kiln_bin):
+    if not os.path.isdir(C_UTF8):
+        pytest.skip(f"{C_UTF8} (libc-bin) is not installed")
+    w = LocaleWorld(kiln_bin)
+    yield w
+    w.cleanup()
+
+
+NAMES = ["xx_XX.UTF-8", "zz_ZZ.UTF-8", "env:xx_XX.UTF-8", "yy_YY.UTF-8", "yy_YY", "vv_VV.UTF-8",
+         "C", "C.UTF-8"]
+
+
+def test_hidden_locale_data_is_absent_for_glibc(lworld):
+    got, err = lworld.probe(NAMES)
+    want, _ = lworld.probe(NAMES, traced=False)
+    assert got == want
+    # The oracle agrees with what the test means: xx is absent, yy_YY falls
+    # back to yy, vv_VV (declared) loads.
+    assert "xx_XX.UTF-8 setlocale NULL:ENOENT -" in got, got
+    assert "yy_YY.UTF-8 setlocale yy_YY.UTF-8 yy" in got
+    assert "vv_VV.UTF-8 setlocale vv_VV.UTF-8 vv_VV.utf8" in got
+    # The packages whose locale data glibc would have loaded are named.
+    hidden = {h["package"] for h in lworld.report()["hidden"] if "package" in h}
+    assert hidden == {"locales-xx", "locales-yy-hidden"}
+    assert "locales-xx (" in err
+
+
+def test_without_kiln_the_hidden_locales_load(lworld):
+    # The same probe with every locale present and no kiln: the test's
+    # hidden locales do exist for glibc, so the answers above are kiln's.
+    got, _ = lworld.probe(["xx_XX.UTF-8", "yy_YY.UTF-8"], traced=False, locpath=lworld.loc)
+    assert "xx_XX.UTF-8 setlocale xx_XX.UTF-8 xx_XX.utf8" in got
+    assert "yy_YY.UTF-8 setlocale yy_YY.UTF-8 yy_YY.utf8" in got
+
+
+def test_report_only_hides_nothing_but_names_them(lworld):
+    got, err = lworld.probe(["xx_XX.UTF-8"], extra=["--report-only"])
+    assert "xx_XX.UTF-8 setlocale xx_XX.UTF-8 xx_XX.utf8" in got
+    assert "locales-xx (" in err
+
+
+# SIGSYS after a checked window: the program's own disposition still holds.
+SIGSYS_PROBE = r'''
+import ctypes, os, signal, sys
+libc = ctypes.CDLL(None)
+libc.setlocale.restype = ctypes.c_char_p
+if sys.argv[1] == "handler":
+    signal.signal(signal.SIGSYS, lambda s, f: print("handler ran", flush=True))
+print(libc.setlocale(6, b"yy_YY.UTF-8"), flush=True)
+os.kill(os.getpid(), signal.SIGSYS)
+print("after", flush=True)
+'''
+
+
+@pytest.mark.parametrize("mode", ["handler", "default"])
+def test_program_sigsys_disposition_survives_a_checked_window(lworld, mode):
+    script = os.path.join(lworld.build, "sigsys.py")
+    with open(script, "w") as f:
+        f.write(SIGSYS_PROBE)
+    env = dict(os.environ, LOCPATH=lworld.loc)
+    r = subprocess.run([lworld.kiln, "trace", "--db", lworld.db, "--deps", "locales-yy", "--ask",
+                        lworld.sys, "--", sys.executable, script, mode],
+                       env=env, cwd=lworld.build, capture_output=True, text=True, timeout=60)
+    assert "b'yy_YY.UTF-8'" in r.stdout
+    if mode == "handler":
+        assert r.returncode == 0 and "handler ran" in r.stdout and "after" in r.stdout
+    else:
+        assert r.returncode == 128 + signal.SIGSYS and "after" not in r.stdout
