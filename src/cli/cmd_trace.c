@@ -393,7 +393,7 @@ fail:
 
 static void exec_command(const struct opts *o, const char *preload, const char *sock,
 			 const char *rundir, const char *cache, bool own_tty, pid_t kiln,
-			 bool allow_ns)
+			 bool allow_ns, const char *locales)
 {
 	setpgid(0, 0);
 	/* If kiln dies, so does the build's first process at once (the server
@@ -416,7 +416,8 @@ static void exec_command(const struct opts *o, const char *preload, const char *
 	if (setenv("LD_PRELOAD", ld, 1) < 0 || setenv(KILN_ENV_SOCKET, sock, 1) < 0 ||
 	    setenv(KILN_ENV_PRELOAD, preload, 1) < 0 || setenv(KILN_ENV_RUNDIR, rundir, 1) < 0 ||
 	    (cache ? setenv(KILN_ENV_CACHE, cache, 1) : unsetenv(KILN_ENV_CACHE)) < 0 ||
-	    setenv(KILN_ENV_NAMESPACES, allow_ns ? "allow" : "refuse", 1) < 0)
+	    setenv(KILN_ENV_NAMESPACES, allow_ns ? "allow" : "refuse", 1) < 0 ||
+	    (*locales ? setenv(KILN_ENV_LOCALES, locales, 1) : unsetenv(KILN_ENV_LOCALES)) < 0)
 		_exit(EXIT_KILN);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
@@ -442,6 +443,28 @@ static int check_outputs(const struct opts *o)
 		}
 	}
 	return 0;
+}
+
+/* The locale names the build's environment sets (LC_ALL, LC_*, LANG),
+ * distinct, not C or POSIX: the server plans them before the build starts
+ * (docs/glibc-data.md). Pointers into env; at most cap. */
+static size_t env_locales(char *const *env, const char **out, size_t cap)
+{
+	size_t n = 0;
+	for (char *const *e = env; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		if (!eq || (strncmp(*e, "LC_", 3) && strncmp(*e, "LANG=", 5)))
+			continue;
+		const char *v = eq + 1;
+		if (!*v || !strcmp(v, "C") || !strcmp(v, "POSIX"))
+			continue;
+		bool dup = false;
+		for (size_t i = 0; i < n; i++)
+			dup |= !strcmp(out[i], v);
+		if (!dup && n < cap)
+			out[n++] = v;
+	}
+	return n;
 }
 
 static int run_trace(struct opts *op);
@@ -533,9 +556,15 @@ static int run_trace(struct opts *op)
 			dup2(null, 0);
 			close(null);
 		}
+		char **benv = o.profile == REGISTRY_PROFILE_CHROOT
+				      ? buildenv_sbuild(environ, o.keep_env, o.nkeep_env) : environ;
+		const char *locales[16];
+		size_t nlocales = benv ? env_locales(benv, locales, 16) : 0;
+		if (benv != environ)
+			free(benv); /* its strings are environ's */
 		struct trace_server_config cfg = {
 			.db = o.db, .deps = o.deps, .ndeps = o.ndeps, .control = o.control,
-			.profile = o.profile,
+			.profile = o.profile, .locales = locales, .nlocales = nlocales,
 			.policy = &policy, .report_only = o.report_only, .json = o.json,
 			.log = o.log, .report = o.report, .socket = sock, .rundir = rundir,
 			.stats = o.stats, .cache = o.no_cache || o.report_only ? NULL : cache,
@@ -549,8 +578,14 @@ static int run_trace(struct opts *op)
 
 	/* Wait until the server listens (or says why it cannot). */
 	char msg[1200];
-	size_t got = cli_read_all(ready[0], msg, sizeof msg);
+	size_t got = cli_read_all(ready[0], msg, sizeof msg - 1);
 	close(ready[0]);
+	msg[got] = '\0';
+	/* After "R": the locale names whose plan is CLEAN, NUL-terminated. */
+	char clean[1200];
+	size_t cl = 0;
+	for (size_t i = 1; got && msg[0] == 'R' && i < got; i += strlen(msg + i) + 1)
+		cl += (size_t)snprintf(clean + cl, sizeof clean - cl, "%s%s", cl ? ":" : "", msg + i);
 	if (got == 0 || msg[0] != 'R') {
 		int st = 0;
 		close(life[1]);
@@ -587,7 +622,7 @@ static int run_trace(struct opts *op)
 	}
 	if (cmd == 0)
 		exec_command(&o, preload, sock, rundir, o.no_cache || o.report_only ? NULL : cache,
-			     own_tty, kiln, policy.allow_namespaces);
+			     own_tty, kiln, policy.allow_namespaces, clean);
 	setpgid(cmd, cmd);
 	build_pgid = cmd;
 	char pgnote[32];

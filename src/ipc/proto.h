@@ -23,6 +23,9 @@
 #define KILN_ENV_RUNDIR  "KILN_RUN_DIR" /* the private run directory */
 #define KILN_ENV_NAMESPACES "KILN_NAMESPACES" /* "allow", else chroot, mount,
 						 unshare... fail with EPERM */
+#define KILN_ENV_LOCALES "KILN_LOCALES" /* locale names (':'-separated) whose plan is
+					 CLEAN for every category with LOCPATH unset:
+					 setlocale need not ask (docs/glibc-data.md) */
 
 enum kiln_msg_type {
 	KILN_MSG_HELLO       = 1, /* c->s: struct kiln_hello */

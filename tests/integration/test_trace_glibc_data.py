@@ -188,3 +188,33 @@ def test_program_sigsys_disposition_survives_a_checked_window(lworld, mode):
         assert r.returncode == 0 and "handler ran" in r.stdout and "after" in r.stdout
     else:
         assert r.returncode == 128 + signal.SIGSYS and "after" not in r.stdout
+
+
+ENV_PROBE = r'''
+import ctypes, os
+libc = ctypes.CDLL(None)
+libc.setlocale.restype = ctypes.c_char_p
+print(os.environ.get("KILN_LOCALES", "-"))
+print(libc.setlocale(6, b""))
+'''
+
+
+@pytest.mark.parametrize("deny", [False, True])
+def test_the_environments_locale_is_planned_before_the_build(lworld, deny):
+    # sbuild's LC_ALL=C.UTF-8 is planned once, before the build: processes
+    # need not ask (KILN_LOCALES). Hidden, it is not listed, and fails.
+    script = os.path.join(lworld.build, "envprobe.py")
+    with open(script, "w") as f:
+        f.write(ENV_PROBE)
+    env = dict(os.environ, LC_ALL="C.UTF-8")
+    env.pop("LOCPATH", None)
+    extra = ["--deny", C_UTF8] if deny else []
+    r = run([lworld.kiln, "trace", "--db", lworld.db, *extra, "--", sys.executable, script],
+            env=env, cwd=lworld.build)
+    assert r.returncode == 0, r.stderr
+    names, result = r.stdout.splitlines()
+    if deny:
+        assert "C.UTF-8" not in names.split(":") and result == "None"
+        assert "(deny rules)" in r.stderr and C_UTF8 in r.stderr
+    else:
+        assert "C.UTF-8" in names.split(":") and result == "b'C.UTF-8'"

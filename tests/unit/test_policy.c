@@ -119,6 +119,10 @@ static void chroot_profile_hides_what_a_chroot_lacks(void **state)
 	assert_int_equal(policy_action_for(&p, "/usr/lib/locale/locale-archive"), POLICY_OWNED);
 	assert_int_equal(policy_action_for(&p, "/etc/ld.so.conf.d/cuda.conf"), POLICY_OWNED);
 	assert_int_equal(policy_action_for(&p, "/usr/include/stdio.h"), POLICY_ASK);
+	assert_true(policy_is_skeleton(&p, "/usr/local/bin"));
+	assert_true(policy_is_skeleton(&p, "/opt"));
+	assert_false(policy_is_skeleton(&p, "/usr/local/cuda"));
+	assert_false(policy_is_skeleton(&p, "/usr/local/bin/x"));
 	/* The home directory: hidden, but for the build tree, the artifacts'
 	 * directory and kiln's library, and with no cache directory of it. */
 	assert_int_equal(policy_action_for(&p, "/home/tester/.pyenv/shims/python3"), POLICY_DENY);

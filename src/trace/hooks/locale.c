@@ -34,14 +34,24 @@ static bool present(const char *s)
 	return s && s[0];
 }
 
-static const char *from_environment(int cat)
+/* What "" stands for, category by category, read from the environment
+ * once per call: LC_ALL, else LC_<category>, else LANG, else C. */
+struct env_names {
+	const char *all, *lang;
+	bool read;
+};
+
+static const char *from_environment(struct env_names *en, int cat)
 {
-	const char *v = getenv("LC_ALL");
-	if (!present(v))
-		v = getenv(cat_names[cat]);
-	if (!present(v))
-		v = getenv("LANG");
-	return present(v) ? v : "C";
+	if (!en->read) {
+		en->all = getenv("LC_ALL");
+		en->lang = getenv("LANG");
+		en->read = true;
+	}
+	if (present(en->all))
+		return en->all;
+	const char *v = getenv(cat_names[cat]);
+	return present(v) ? v : present(en->lang) ? en->lang : "C";
 }
 
 /* The categories of `mask` and the name each is to be set to: `name`, or
@@ -80,6 +90,23 @@ static bool builtin(const char *n)
 	return !strcmp(n, "C") || !strcmp(n, "POSIX");
 }
 
+/* Whether the server planned `name` CLEAN for the whole run before the
+ * build started (KILN_LOCALES: the names of the build's environment, so
+ * that the setlocale(LC_ALL, "") nearly every program starts with costs no
+ * question at all). */
+static bool planned_clean(const char *name)
+{
+	const char *list = kt_env(KILN_ENV_LOCALES);
+	size_t n = strlen(name);
+	for (const char *p = list; p && *p;) {
+		size_t k = strcspn(p, ":");
+		if (k == n && !memcmp(p, name, n))
+			return true;
+		p += k + (p[k] == ':');
+	}
+	return false;
+}
+
 /* The worst answer over the distinct names of the categories in `mask`:
  * ABSENT as soon as one is (glibc fails the whole call). */
 static int plan(unsigned mask, const char *names[NCATS])
@@ -87,14 +114,15 @@ static int plan(unsigned mask, const char *names[NCATS])
 	const char *locpath = getenv("LOCPATH");
 	if (!present(locpath))
 		locpath = "";
+	struct env_names en = { 0 };
 	int worst = KILN_D_CLEAN;
 	unsigned done = 0;
 	for (int c = 0; c < NCATS; c++) {
 		if (!(mask & (1u << c) & ~done))
 			continue;
 		if (!names[c][0])
-			names[c] = from_environment(c);
-		if (builtin(names[c])) {
+			names[c] = from_environment(&en, c);
+		if (builtin(names[c]) || (!locpath[0] && planned_clean(names[c]))) {
 			done |= 1u << c;
 			continue;
 		}
@@ -103,7 +131,7 @@ static int plan(unsigned mask, const char *names[NCATS])
 			if (!(mask & (1u << k) & ~done))
 				continue;
 			if (!names[k][0])
-				names[k] = from_environment(k);
+				names[k] = from_environment(&en, k);
 			if (!strcmp(names[k], names[c]))
 				group |= 1u << k;
 		}

@@ -30,6 +30,9 @@ void policy_free(struct policy *p)
 	for (size_t i = 0; i < p->n; i++)
 		free(p->rules[i].prefix);
 	free(p->rules);
+	for (size_t i = 0; i < p->nskeleton; i++)
+		free(p->skeleton[i]);
+	free(p->skeleton);
 	artifacts_free(&p->art);
 	*p = (struct policy){ 0 };
 }
@@ -201,6 +204,26 @@ int policy_add_chroot(struct policy *p, const char *home, const char *keep, char
 	for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
 		if (policy_add(p, POLICY_OWNED, owned[i], err, errlen) < 0)
 			return -1;
+	/* What base-files' postinst (Debian 12) makes there with
+	 * install_directory and install_local_dir: every chroot has them. */
+	static const char *const skeleton[] = {
+		"/opt", "/usr/local", "/usr/local/share", "/usr/local/share/man", "/usr/local/bin",
+		"/usr/local/games", "/usr/local/lib", "/usr/local/include", "/usr/local/sbin",
+		"/usr/local/src", "/usr/local/etc", "/usr/local/man",
+	};
+	char **sk = realloc(p->skeleton, (p->nskeleton + sizeof skeleton / sizeof skeleton[0]) *
+					     sizeof *sk);
+	if (!sk) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	p->skeleton = sk;
+	for (size_t i = 0; i < sizeof skeleton / sizeof skeleton[0]; i++)
+		if (!(p->skeleton[p->nskeleton++] = strdup(skeleton[i]))) {
+			p->nskeleton--;
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
 	if (!home || home[0] != '/' || !home[strspn(home, "/")])
 		return 0;
 	if (policy_add(p, POLICY_DENY, home, err, errlen) < 0)
@@ -340,6 +363,14 @@ enum policy_action policy_action_for(const struct policy *p, const char *path)
 {
 	const struct policy_rule *r = policy_match(p, path);
 	return r ? r->action : POLICY_READ;
+}
+
+bool policy_is_skeleton(const struct policy *p, const char *path)
+{
+	for (size_t i = 0; i < p->nskeleton; i++)
+		if (!strcmp(p->skeleton[i], path))
+			return true;
+	return false;
 }
 
 bool policy_leads_to_visible(const struct policy *p, const char *path, size_t len)

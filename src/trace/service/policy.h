@@ -45,6 +45,11 @@ struct policy_artifacts {
 struct policy {
 	struct policy_rule *rules;
 	size_t n, cap;
+	/* Directories an "owned" tree shows though no package lists them: those
+	 * a maintainer script of every system makes (base-files' postinst makes
+	 * /usr/local/bin...). Exact, normalised paths. */
+	char **skeleton;
+	size_t nskeleton;
 	enum policy_unknown unknown;
 	/* chroot, unshare/clone of namespaces, mount, pivot_root, setns: refused
 	 * with EPERM unless a policy file says "namespaces allow" (paths would
@@ -72,7 +77,8 @@ int policy_add_defaults(struct policy *p, const char *build_dir, bool user_cache
 
 /* The chroot profile's additions (docs/profiles.md): what a clean buildd
  * chroot does not have is hidden. Files no package of the closure owns in
- * /usr/local, /opt, /usr/lib/locale and /etc/ld.so.conf.d ("owned" rules),
+ * /usr/local, /opt, /usr/lib/locale and /etc/ld.so.conf.d ("owned" rules;
+ * the directories base-files' postinst makes there stay: p->skeleton),
  * and the invoking user's home directory `home` (a deny rule; skipped when
  * NULL, "/" or not absolute), except what kiln trace needs in it: the
  * artifact directory (p->art.dir, when set before) and `keep` (the preload
@@ -95,6 +101,9 @@ bool policy_covers(const struct policy_rule *r, const char *path);
 const struct policy_rule *policy_match(const struct policy *p, const char *path);
 /* Its action; paths no rule covers are POLICY_READ. */
 enum policy_action policy_action_for(const struct policy *p, const char *path);
+
+/* Whether absolute normalised `path` is one of p->skeleton. */
+bool policy_is_skeleton(const struct policy *p, const char *path);
 
 /* Whether absolute normalised `path` (of length len) is a proper ancestor of
  * a rule that shows something (any action but deny): a directory on the way

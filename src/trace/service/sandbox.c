@@ -168,7 +168,8 @@ static enum vis visibility_by_rule(struct sandbox *s, const struct policy_rule *
 	enum vis v = own == SBX_OWNER_DEP ? VIS_VISIBLE
 		   : own == SBX_OWNER_FOREIGN ? VIS_HIDDEN_PKG
 		   : own < 0 ? VIS_FAILED
-		   : action == POLICY_OWNED ? VIS_HIDDEN_UNOWNED
+		   : action == POLICY_OWNED ? (policy_is_skeleton(s->policy, path) ? VIS_VISIBLE
+								     : VIS_HIDDEN_UNOWNED)
 		   : own == SBX_OWNER_UNMANAGED ? VIS_VISIBLE
 		   : own == SBX_OWNER_NONE ? VIS_UNKNOWN : VIS_FAILED;
 	if (v == VIS_FAILED)

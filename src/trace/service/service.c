@@ -145,7 +145,7 @@ static int on_query_dir(struct trace_service *ts, int client, int fd, const char
 }
 
 /* A file a locale plan looks at, as the build would see it; hidden ones are
- * findings of the asking process. */
+ * findings of the asking process (client -1: nobody asked, not recorded). */
 struct data_look {
 	struct trace_service *ts;
 	int client;
@@ -164,9 +164,21 @@ static int data_look(void *ctx, const char *path, struct locale_seen *seen)
 	seen->exists = seen->hidden || ts->dec.exists;
 	struct stat st;
 	seen->is_dir = seen->exists && !seen->hidden && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-	if (seen->hidden)
+	if (seen->hidden && l->client >= 0)
 		tracelog_seen(&ts->log, l->client, path, KILN_A_READ, &ts->dec);
 	return 0;
+}
+
+int trace_service_locale_plan(struct trace_service *ts, int client, const char *locpath,
+			      unsigned catmask, const char *name, bool *stable)
+{
+	struct data_look l = { ts, client, true };
+	struct locale_env env = ts->locale_env;
+	env.ctx = &l;
+	env.look = data_look;
+	int answer = locale_plan(&env, ts->locales, locpath, catmask, name);
+	*stable = l.stable;
+	return answer;
 }
 
 static int on_query_data(struct trace_service *ts, int client, int fd, const char *payload, size_t len)
@@ -188,13 +200,10 @@ static int on_query_data(struct trace_service *ts, int client, int fd, const cha
 	memcpy(bs, b, blen);
 	bs[blen] = '\0';
 	ts->log.queries++;
-	struct data_look l = { ts, client, true };
-	struct locale_env env = ts->locale_env;
-	env.ctx = &l;
-	env.look = data_look;
-	int answer = locale_plan(&env, ts->locales, as, q.arg, bs);
+	bool stable;
+	int answer = trace_service_locale_plan(ts, client, as, q.arg, bs, &stable);
 	struct kiln_verdict_msg v = { .verdict = ts->report_only ? KILN_D_CLEAN : (uint32_t)answer };
-	if (ts->vc && !ts->report_only && l.stable)
+	if (ts->vc && !ts->report_only && stable)
 		verdict_cache_data(ts->vc, q.kind, q.arg, as, q.alen, bs, blen, (unsigned)answer);
 	return kiln_msg_send(fd, KILN_MSG_VERDICT, &v, sizeof v, NULL, 0, MSG_DONTWAIT);
 }

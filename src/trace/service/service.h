@@ -31,6 +31,11 @@ struct trace_service *trace_service_new(const struct policy *policy, struct sbx_
 					bool report_only);
 void trace_service_free(struct trace_service *ts);
 
+/* The locale plan for `name` (locale_plan.h); hidden files it finds are
+ * findings of `client` (-1: none recorded). *stable: it holds for the run. */
+int trace_service_locale_plan(struct trace_service *ts, int client, const char *locpath,
+			      unsigned catmask, const char *name, bool *stable);
+
 /* The server hooks of the service. */
 struct kiln_service trace_service_hooks(struct trace_service *ts);
 

@@ -16,14 +16,43 @@
 #include "trace/service/rundir.h"
 #include "trace/service/service.h"
 
-static void say_ready(int fd, const char *err)
+static void say_ready(int fd, const char *err, const char *names, size_t nlen)
 {
 	char buf[1200];
-	int n = err ? snprintf(buf, sizeof buf, "E%s", err) : snprintf(buf, sizeof buf, "R");
-	if (write(fd, buf, (size_t)n) < 0) {
+	size_t n = err ? (size_t)snprintf(buf, sizeof buf, "E%s", err) : 1;
+	if (!err) {
+		buf[0] = 'R';
+		if (nlen < sizeof buf - 1) {
+			memcpy(buf + 1, names, nlen);
+			n += nlen;
+		}
+	}
+	if (write(fd, buf, n > sizeof buf ? sizeof buf : n) < 0) {
 		/* kiln is gone; the lifeline will tell the loop */
 	}
 	close(fd);
+}
+
+/* The locale names of the build's environment whose plan is CLEAN for every
+ * category with LOCPATH unset, NUL-terminated one after another in out:
+ * processes setting them need not ask (KILN_LOCALES). Not in
+ * --report-only, where every plan is CLEAN but the report wants to know. */
+static size_t clean_locales(struct trace_service *ts, const struct trace_server_config *cfg,
+			    char *out, size_t cap)
+{
+	size_t n = 0;
+	for (size_t i = 0; !cfg->report_only && i < cfg->nlocales; i++) {
+		const char *name = cfg->locales[i];
+		size_t l = strlen(name);
+		bool stable;
+		if (!l || strchr(name, ':') || n + l + 1 > cap ||
+		    trace_service_locale_plan(ts, -1, "", 0x1fbfu, name, &stable) != KILN_D_CLEAN ||
+		    !stable)
+			continue;
+		memcpy(out + n, name, l + 1);
+		n += l + 1;
+	}
+	return n;
 }
 
 /* The text report to FILE (output rules of common/outfile.h), else stderr. */
@@ -81,7 +110,9 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	}
 	if ((listen_fd = kiln_server_listen(cfg->socket, err, sizeof err)) < 0)
 		goto fail;
-	say_ready(ready_fd, NULL);
+	char names[1024];
+	size_t nlen = clean_locales(ts, cfg, names, sizeof names);
+	say_ready(ready_fd, NULL, names, nlen);
 	ready_fd = -1;
 
 	struct kiln_service hooks = trace_service_hooks(ts);
@@ -150,7 +181,7 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 		fprintf(stderr, "kiln trace: server: %s\n", err);
 	goto out;
 fail:
-	say_ready(ready_fd, err);
+	say_ready(ready_fd, err, NULL, 0);
 	ready_fd = -1;
 out:
 	if (ts && ts->vc)
