@@ -393,7 +393,7 @@ fail:
 
 static void exec_command(const struct opts *o, const char *preload, const char *sock,
 			 const char *rundir, const char *cache, bool own_tty, pid_t kiln,
-			 bool allow_ns, const char *locales)
+			 bool allow_ns, const char *planned)
 {
 	setpgid(0, 0);
 	/* If kiln dies, so does the build's first process at once (the server
@@ -417,8 +417,20 @@ static void exec_command(const struct opts *o, const char *preload, const char *
 	    setenv(KILN_ENV_PRELOAD, preload, 1) < 0 || setenv(KILN_ENV_RUNDIR, rundir, 1) < 0 ||
 	    (cache ? setenv(KILN_ENV_CACHE, cache, 1) : unsetenv(KILN_ENV_CACHE)) < 0 ||
 	    setenv(KILN_ENV_NAMESPACES, allow_ns ? "allow" : "refuse", 1) < 0 ||
-	    (*locales ? setenv(KILN_ENV_LOCALES, locales, 1) : unsetenv(KILN_ENV_LOCALES)) < 0)
+	    unsetenv(KILN_ENV_LOCALES) < 0 || unsetenv(KILN_ENV_CLEAN) < 0)
 		_exit(EXIT_KILN);
+	/* The server's plans made ahead: KILN_LOCALES, KILN_CLEAN. */
+	for (const char *p = planned; *p;) {
+		const char *nl = strchrnul(p, '\n'), *eq = memchr(p, '=', (size_t)(nl - p));
+		if (eq && !strncmp(p, "KILN_", 5)) {
+			char name[64], value[4096];
+			snprintf(name, sizeof name, "%.*s", (int)(eq - p), p);
+			snprintf(value, sizeof value, "%.*s", (int)(nl - eq - 1), eq + 1);
+			if (setenv(name, value, 1) < 0)
+				_exit(EXIT_KILN);
+		}
+		p = *nl ? nl + 1 : nl;
+	}
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
@@ -577,15 +589,12 @@ static int run_trace(struct opts *op)
 	close(life[0]);
 
 	/* Wait until the server listens (or says why it cannot). */
-	char msg[1200];
+	char msg[4200];
 	size_t got = cli_read_all(ready[0], msg, sizeof msg - 1);
 	close(ready[0]);
 	msg[got] = '\0';
-	/* After "R": the locale names whose plan is CLEAN, NUL-terminated. */
-	char clean[1200];
-	size_t cl = 0;
-	for (size_t i = 1; got && msg[0] == 'R' && i < got; i += strlen(msg + i) + 1)
-		cl += (size_t)snprintf(clean + cl, sizeof clean - cl, "%s%s", cl ? ":" : "", msg + i);
+	/* After "R": KILN_*=VALUE lines for the build's environment. */
+	const char *planned = got && msg[0] == 'R' ? msg + 1 : "";
 	if (got == 0 || msg[0] != 'R') {
 		int st = 0;
 		close(life[1]);
@@ -622,7 +631,7 @@ static int run_trace(struct opts *op)
 	}
 	if (cmd == 0)
 		exec_command(&o, preload, sock, rundir, o.no_cache || o.report_only ? NULL : cache,
-			     own_tty, kiln, policy.allow_namespaces, clean);
+			     own_tty, kiln, policy.allow_namespaces, planned);
 	setpgid(cmd, cmd);
 	build_pgid = cmd;
 	char pgnote[32];

@@ -26,6 +26,8 @@
 #define KILN_ENV_LOCALES "KILN_LOCALES" /* locale names (':'-separated) whose plan is
 					 CLEAN for every category with LOCPATH unset:
 					 setlocale need not ask (docs/glibc-data.md) */
+#define KILN_ENV_CLEAN "KILN_CLEAN"     /* glibc data sets planned CLEAN for the run:
+					 "nss:passwd ... gconv tz" (docs/glibc-data.md) */
 
 enum kiln_msg_type {
 	KILN_MSG_HELLO       = 1, /* c->s: struct kiln_hello */

@@ -18,7 +18,8 @@ int kt_marks;
 /* kiln's variables, restored into every exec environment. */
 static const char *const kept_names[] = {
 	"LD_PRELOAD", KILN_ENV_SOCKET, KILN_ENV_PRELOAD, KILN_ENV_CACHE,
-	KILN_ENV_RUNDIR, KILN_ENV_NAMESPACES, KILN_ENV_LOCALES, "KILN_TRACE_MARKS",
+	KILN_ENV_RUNDIR, KILN_ENV_NAMESPACES, KILN_ENV_LOCALES, KILN_ENV_CLEAN,
+	"KILN_TRACE_MARKS",
 };
 #define NKEPT (sizeof kept_names / sizeof kept_names[0])
 

@@ -55,7 +55,7 @@ struct ksigaction {
 };
 
 static KT_TLS volatile char selector;
-static KT_TLS int in_window, window_broken;
+static KT_TLS int in_window, window_broken, window_hidden;
 static struct ksigaction program_sigsys; /* the disposition ours replaced */
 static _Atomic int unsupported;
 
@@ -198,6 +198,7 @@ static void handler(int sig, siginfo_t *si, void *ucv)
 		break;
 	default: {
 		int e = checked(nr, a);
+		window_hidden |= e != 0;
 		r = e ? -e : kt_sys6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 	}
 	}
@@ -218,30 +219,46 @@ static int install(void)
 	return kt_sys4(SYS_rt_sigaction, SIGSYS, &ours, NULL, 8) < 0 ? -1 : 0;
 }
 
-int kt_checked(void (*fn)(void *), void *arg)
+int kt_window_open(struct kt_window *w)
 {
-	if (in_window) {
-		fn(arg); /* already inside one: its traps cover this too */
-		return 0;
-	}
+	w->nested = in_window;
+	if (w->nested)
+		return 0; /* already inside one: its traps cover this too */
 	if (atomic_load_explicit(&unsupported, memory_order_relaxed))
 		return -1;
-	uint64_t all_but_sys = ~(1ull << (SIGSYS - 1)), old;
-	kt_sys4(SYS_rt_sigprocmask, SIG_SETMASK, &all_but_sys, &old, 8);
+	uint64_t all_but_sys = ~(1ull << (SIGSYS - 1));
+	kt_sys4(SYS_rt_sigprocmask, SIG_SETMASK, &all_but_sys, &w->mask, 8);
 	if (install() < 0 ||
 	    kt_sys5(SYS_prctl, PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON,
 		    (unsigned long)__ehdr_start, (unsigned long)(__etext - __ehdr_start), &selector) < 0) {
 		atomic_store_explicit(&unsupported, 1, memory_order_relaxed);
-		kt_sys4(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, 8);
+		kt_sys4(SYS_rt_sigprocmask, SIG_SETMASK, &w->mask, NULL, 8);
 		return -1;
 	}
 	in_window = 1;
 	window_broken = 0;
+	window_hidden = 0;
 	selector = SYSCALL_DISPATCH_FILTER_BLOCK;
-	fn(arg);
+	return 0;
+}
+
+int kt_window_close(struct kt_window *w)
+{
+	if (w->nested)
+		return 0;
 	selector = SYSCALL_DISPATCH_FILTER_ALLOW;
 	in_window = 0;
 	kt_sys5(SYS_prctl, PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_OFF, 0, 0, 0);
-	kt_sys4(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, 8);
+	kt_sys4(SYS_rt_sigprocmask, SIG_SETMASK, &w->mask, NULL, 8);
+	return window_hidden;
+}
+
+int kt_checked(void (*fn)(void *), void *arg)
+{
+	struct kt_window w;
+	if (kt_window_open(&w) < 0)
+		return -1;
+	fn(arg);
+	kt_window_close(&w);
 	return 0;
 }

@@ -218,3 +218,74 @@ def test_the_environments_locale_is_planned_before_the_build(lworld, deny):
         assert "(deny rules)" in r.stderr and C_UTF8 in r.stderr
     else:
         assert "C.UTF-8" in names.split(":") and result == "b'C.UTF-8'"
+
+
+# ---- NSS, gconv, the time zone: the planned-ahead sets ----------------------
+
+DATA_PROBE = r'''
+import ctypes, errno, os, socket, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.iconv_open.restype = ctypes.c_void_p
+libc.getservbyname.restype = ctypes.c_void_p
+print("KILN_CLEAN", os.environ.get("KILN_CLEAN", "-"))
+for name in ("http", "nosuchservice"):
+    print("getservbyname", name, "found" if libc.getservbyname(name.encode(), b"tcp") else "none")
+for pair in ((b"IBM1047", b"UTF-8"), (b"UTF-16", b"UTF-8")):
+    ctypes.set_errno(0)
+    cd = libc.iconv_open(*pair)
+    ok = cd is not None and cd != ctypes.c_void_p(-1).value
+    print("iconv_open", pair[0].decode(), "OK" if ok else errno.errorcode[ctypes.get_errno()])
+os.environ["TZ"] = "Europe/Paris"
+time.tzset()
+print("tz", time.strftime("%Z %z", time.localtime(1700000000)))
+'''
+
+SERVICES = "/etc/services"
+IBM1047 = "/usr/lib/x86_64-linux-gnu/gconv/IBM1047.so"
+PARIS = "/usr/share/zoneinfo/Europe/Paris"
+
+
+def oracle(script, env):
+    """The probe where the files the traced run hides really are missing:
+    in a mount namespace of its own, with copies of /etc and the gconv
+    directory without them and an empty directory over the zone file's."""
+    tmp = tempfile.mkdtemp(prefix="kiln-oracle-", dir="/tmp")
+    try:
+        gconv = os.path.dirname(IBM1047)
+        sh = (f"cp -a /etc {tmp}/etc && rm {tmp}/etc/services && mount --bind {tmp}/etc /etc && "
+              f"cp -a {gconv} {tmp}/gconv && rm {tmp}/gconv/IBM1047.so {tmp}/gconv/gconv-modules.cache && "
+              f"mount --bind {tmp}/gconv {gconv} && mkdir {tmp}/europe && "
+              f"mount --bind {tmp}/europe {os.path.dirname(PARIS)} && exec {sys.executable} {script}")
+        r = run(["unshare", "--mount", "--propagation", "private", "sh", "-c", sh], env=env)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.splitlines()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the oracle needs a mount namespace (root)")
+@pytest.mark.skipif(not all(os.path.exists(p) for p in (SERVICES, IBM1047, PARIS)),
+                    reason="netbase, libc6's gconv modules or tzdata missing")
+def test_nss_gconv_and_tz_files_hidden_are_absent_for_glibc(lworld):
+    script = os.path.join(lworld.build, "data.py")
+    with open(script, "w") as f:
+        f.write(DATA_PROBE)
+    env = dict(os.environ)
+    env.pop("TZ", None)
+    env.pop("GCONV_PATH", None)
+    r = run([lworld.kiln, "trace", "--db", lworld.db, "--deny", SERVICES, "--deny", IBM1047,
+             "--deny", os.path.dirname(PARIS), "--", sys.executable, script], env=env, cwd=lworld.build)
+    assert r.returncode == 0, r.stderr
+    got = r.stdout.splitlines()
+    clean = got[0].split(" ", 1)[1].split()
+    assert "nss:services" not in clean and "gconv" not in clean and "nss:passwd" in clean
+    assert got[1:] == oracle(script, env)[1:]
+    # and the oracle shows what the test means: nothing found, EINVAL, no zone
+    assert "getservbyname http none" in got and "iconv_open IBM1047 EINVAL" in got
+    assert "iconv_open UTF-16 OK" in got and "tz CET +0100" not in got
+    for path in (SERVICES, IBM1047):
+        assert path in r.stderr
+    # Without kiln, everything is found.
+    plain = run([sys.executable, script], env=env).stdout.splitlines()
+    assert "getservbyname http found" in plain and "iconv_open IBM1047 OK" in plain
+    assert "tz CET +0100" in plain

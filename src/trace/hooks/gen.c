@@ -19,6 +19,15 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 #include <utime.h>
+#include <aliases.h>
+#include <grp.h>
+#include <iconv.h>
+#include <netdb.h>
+#include <netinet/ether.h>
+#include <pwd.h>
+#include <rpc/netdb.h>
+#include <shadow.h>
+#include <time.h>
 
 #include "trace/kt.h"
 
@@ -127,6 +136,41 @@ static inline unsigned kt_rename_to_class(unsigned flags)
 		int kt_ret = real args;                                        \
 		kt_leave();                                                    \
 		return kt_ret;                                                 \
+	}
+
+#define KT_HOOK_GLIBC(ret, name, params, args, denial, set)                    \
+	static void *_Atomic kt_real_##name;                                   \
+	KT_EXPORT ret name params                                              \
+	{                                                                      \
+		typedef ret(*kt_fn) params;                                    \
+		kt_fn real = (kt_fn)kt_real(&kt_real_##name, #name);           \
+		if (!real) {                                                   \
+			errno = ENOSYS;                                        \
+			return denial;                                         \
+		}                                                              \
+		struct kt_window kt_w;                                         \
+		if (kt_guard || !kt_data_window(set, &kt_w))                   \
+			return real args;                                      \
+		ret kt_ret = real args;                                        \
+		kt_data_done(set, &kt_w);                                      \
+		return kt_ret;                                                 \
+	}
+
+#define KT_HOOK_GLIBC_VOID(name, params, args, set)                            \
+	static void *_Atomic kt_real_##name;                                   \
+	KT_EXPORT void name params                                             \
+	{                                                                      \
+		typedef void (*kt_fn) params;                                  \
+		kt_fn real = (kt_fn)kt_real(&kt_real_##name, #name);           \
+		if (!real)                                                     \
+			return;                                                \
+		struct kt_window kt_w;                                         \
+		if (kt_guard || !kt_data_window(set, &kt_w)) {                 \
+			real args;                                             \
+			return;                                                \
+		}                                                              \
+		real args;                                                     \
+		kt_data_done(set, &kt_w);                                      \
 	}
 
 #include "trace/hooks/hooks.def"

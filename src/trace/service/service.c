@@ -169,6 +169,12 @@ static int data_look(void *ctx, const char *path, struct locale_seen *seen)
 	return 0;
 }
 
+int trace_service_look(void *ts, const char *path, struct locale_seen *seen)
+{
+	struct data_look l = { ts, -1, true };
+	return data_look(&l, path, seen);
+}
+
 int trace_service_locale_plan(struct trace_service *ts, int client, const char *locpath,
 			      unsigned catmask, const char *name, bool *stable)
 {

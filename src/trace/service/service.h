@@ -36,6 +36,10 @@ void trace_service_free(struct trace_service *ts);
 int trace_service_locale_plan(struct trace_service *ts, int client, const char *locpath,
 			      unsigned catmask, const char *name, bool *stable);
 
+/* What the build would see at path (as locale_env.look; ts is the service),
+ * recording nothing. */
+int trace_service_look(void *ts, const char *path, struct locale_seen *seen);
+
 /* The server hooks of the service. */
 struct kiln_service trace_service_hooks(struct trace_service *ts);
 

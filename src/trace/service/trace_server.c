@@ -12,47 +12,52 @@
 #include "common/outfile.h"
 #include "server/server.h"
 #include "trace/service/control.h"
+#include "trace/service/data_plans.h"
 #include "trace/service/deps.h"
 #include "trace/service/rundir.h"
 #include "trace/service/service.h"
 
-static void say_ready(int fd, const char *err, const char *names, size_t nlen)
+/* "R" and NAME=VALUE lines for the build's environment, or "E" and an
+ * error message. */
+static void say_ready(int fd, const char *err, const char *vars)
 {
-	char buf[1200];
-	size_t n = err ? (size_t)snprintf(buf, sizeof buf, "E%s", err) : 1;
-	if (!err) {
-		buf[0] = 'R';
-		if (nlen < sizeof buf - 1) {
-			memcpy(buf + 1, names, nlen);
-			n += nlen;
-		}
-	}
-	if (write(fd, buf, n > sizeof buf ? sizeof buf : n) < 0) {
+	char buf[4096];
+	int n = err ? snprintf(buf, sizeof buf, "E%s", err) : snprintf(buf, sizeof buf, "R%s", vars);
+	if (n < 0 || (size_t)n >= sizeof buf)
+		n = snprintf(buf, sizeof buf, "R"); /* too long: no fast paths, still right */
+	if (write(fd, buf, (size_t)n) < 0) {
 		/* kiln is gone; the lifeline will tell the loop */
 	}
 	close(fd);
 }
 
-/* The locale names of the build's environment whose plan is CLEAN for every
- * category with LOCPATH unset, NUL-terminated one after another in out:
- * processes setting them need not ask (KILN_LOCALES). Not in
- * --report-only, where every plan is CLEAN but the report wants to know. */
-static size_t clean_locales(struct trace_service *ts, const struct trace_server_config *cfg,
-			    char *out, size_t cap)
+/* The plans made before the build starts (docs/glibc-data.md), as the
+ * variables KILN_LOCALES (the names of the build's environment whose
+ * locale plan is CLEAN for every category with LOCPATH unset) and
+ * KILN_CLEAN (data_plans.h), each "NAME=VALUE\n". None under
+ * --report-only, where every plan is CLEAN but the report wants to see each
+ * asking. */
+static void plan_ahead(struct trace_service *ts, const struct trace_server_config *cfg,
+		       char *out, size_t cap)
 {
-	size_t n = 0;
-	for (size_t i = 0; !cfg->report_only && i < cfg->nlocales; i++) {
+	out[0] = '\0';
+	if (cfg->report_only)
+		return;
+	size_t o = (size_t)snprintf(out, cap, "%s=", KILN_ENV_LOCALES), first = o;
+	for (size_t i = 0; i < cfg->nlocales; i++) {
 		const char *name = cfg->locales[i];
 		size_t l = strlen(name);
 		bool stable;
-		if (!l || strchr(name, ':') || n + l + 1 > cap ||
+		if (!l || strchr(name, ':') || strchr(name, '\n') || o + l + 2 > cap / 2 ||
 		    trace_service_locale_plan(ts, -1, "", 0x1fbfu, name, &stable) != KILN_D_CLEAN ||
 		    !stable)
 			continue;
-		memcpy(out + n, name, l + 1);
-		n += l + 1;
+		o += (size_t)snprintf(out + o, cap - o, "%s%s", o > first ? ":" : "", name);
 	}
-	return n;
+	o += (size_t)snprintf(out + o, cap - o, "\n%s=", KILN_ENV_CLEAN);
+	struct data_where w = data_where_default();
+	o += data_plans_clean(&w, trace_service_look, ts, out + o, cap - o - 1);
+	snprintf(out + o, cap - o, "\n");
 }
 
 /* The text report to FILE (output rules of common/outfile.h), else stderr. */
@@ -110,9 +115,9 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	}
 	if ((listen_fd = kiln_server_listen(cfg->socket, err, sizeof err)) < 0)
 		goto fail;
-	char names[1024];
-	size_t nlen = clean_locales(ts, cfg, names, sizeof names);
-	say_ready(ready_fd, NULL, names, nlen);
+	char vars[3072];
+	plan_ahead(ts, cfg, vars, sizeof vars);
+	say_ready(ready_fd, NULL, vars);
 	ready_fd = -1;
 
 	struct kiln_service hooks = trace_service_hooks(ts);
@@ -181,7 +186,7 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 		fprintf(stderr, "kiln trace: server: %s\n", err);
 	goto out;
 fail:
-	say_ready(ready_fd, err, NULL, 0);
+	say_ready(ready_fd, err, NULL);
 	ready_fd = -1;
 out:
 	if (ts && ts->vc)

@@ -1,9 +1,9 @@
 /* The trace server process: opens the registry, computes the dependency
  * closure, listens on the run directory's socket, serves the build, and at
  * the end writes the report. `kiln trace` forks it and talks to it through
- * two pipes: `ready` (the server writes "R" and the names of
- * cfg->locales whose plan is CLEAN, each followed by a NUL byte, or "E" and
- * an error message, then closes it) and the lifeline (kiln writes "pgid N" once the build runs
+ * two pipes: `ready` (the server writes "R" and NAME=VALUE lines for the
+ * build's environment: KILN_LOCALES and KILN_CLEAN, the plans made ahead
+ * (docs/glibc-data.md); or "E" and an error message; then closes it) and the lifeline (kiln writes "pgid N" once the build runs
  * in process group N, and "status N" when the command has ended, then closes
  * it). EOF without a status means kiln is gone: the server then ends the
  * build's processes and removes the run directory itself. */
