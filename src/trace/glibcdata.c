@@ -68,6 +68,19 @@ static void tz_remember(const char *tz)
 	atomic_store_explicit(&tz_seq, s + 2, memory_order_release);
 }
 
+int kt_planned_token(const char *prefix, const char *name)
+{
+	const char *list = kt_env(KILN_ENV_CLEAN);
+	size_t pl = strlen(prefix), nl = strlen(name);
+	for (const char *p = list; p && *p;) {
+		size_t n = strcspn(p, " ");
+		if (n == pl + nl && !memcmp(p, prefix, pl) && !memcmp(p + pl, name, nl))
+			return 1;
+		p += n + (p[n] == ' ');
+	}
+	return 0;
+}
+
 int kt_data_window(enum kt_data_set set, struct kt_window *w)
 {
 	kt_init();

@@ -179,6 +179,12 @@ enum kt_data_set {
 int kt_data_window(enum kt_data_set set, struct kt_window *w);
 void kt_data_done(enum kt_data_set set, struct kt_window *w);
 
+/* Whether KILN_CLEAN holds the token PREFIX NAME ("mo:" "C.UTF-8"). */
+int kt_planned_token(const char *prefix, const char *name);
+
+/* hooks/locale.c: LC_* category names by number (LC_ALL's included). */
+extern const char *const kt_lc_names[13];
+
 /* ---- cache.c: the shared verdict cache (docs/verdict-cache.md) --------- */
 
 /* Answers a question from the map: 1 and *verdict, or 0 (ask the server).

@@ -52,7 +52,9 @@ int kiln_ask_dir(const char *absdir, const char *const *names, size_t n,
 /* Data glibc opens with internal calls no hook sees (docs/glibc-data.md):
  * the hooks of the functions that load it ask for a plan first. */
 enum kiln_data_kind {
-	KILN_D_LOCALE = 1, /* a = LOCPATH ("" if unset), b = a locale name, arg = categories */
+	KILN_D_LOCALE = 1,  /* a = LOCPATH ("" if unset), b = a locale name, arg = categories */
+	KILN_D_CATALOG = 2, /* a = the domain's directory, b = "DOMAIN\nLC_CATEGORY\nLANGUAGES"
+			     * (LANGUAGE, or the category's locale name), arg = 1 */
 };
 enum kiln_data_answer {
 	KILN_D_CLEAN  = 0, /* nothing the build may not see is involved: call through */

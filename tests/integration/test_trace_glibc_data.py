@@ -289,3 +289,76 @@ def test_nss_gconv_and_tz_files_hidden_are_absent_for_glibc(lworld):
     plain = run([sys.executable, script], env=env).stdout.splitlines()
     assert "getservbyname http found" in plain and "iconv_open IBM1047 OK" in plain
     assert "tz CET +0100" in plain
+
+
+# ---- message catalogs ---------------------------------------------------------
+
+def write_mo(path, pairs):
+    """A GNU .mo catalog of {msgid: msgstr} (the format gettext documents)."""
+    import struct
+    keys = sorted(pairs)
+    ids = b"".join(k.encode() + b"\0" for k in keys)
+    strs = b"".join(pairs[k].encode() + b"\0" for k in keys)
+    n = len(keys)
+    koff, voff = 28, 28 + 8 * n
+    start = 28 + 16 * n
+    ktab, vtab, at = b"", b"", start
+    for k in keys:
+        ktab += struct.pack("=II", len(k.encode()), at)
+        at += len(k.encode()) + 1
+    for k in keys:
+        vtab += struct.pack("=II", len(pairs[k].encode()), at)
+        at += len(pairs[k].encode()) + 1
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(struct.pack("=Iiiiiii", 0x950412de, 0, n, koff, voff, 0, 0) + ktab + vtab + ids + strs)
+
+
+CATALOG_PROBE = r'''
+import ctypes, sys
+libc = ctypes.CDLL(None)
+for f in ("dcgettext", "dgettext", "bindtextdomain", "setlocale"):
+    getattr(libc, f).restype = ctypes.c_char_p
+print(libc.setlocale(6, b"vv_VV.UTF-8"))
+for dom in ("hidden", "seen"):
+    libc.bindtextdomain(dom.encode(), sys.argv[1].encode())
+    print(dom, "hello", libc.dcgettext(dom.encode(), b"hello", 5).decode(),
+          libc.dgettext(dom.encode(), b"hello").decode())
+'''
+
+
+def test_hidden_catalogs_are_absent_for_gettext(kiln_bin, tmp_path):
+    if not os.path.isdir(C_UTF8):
+        pytest.skip(f"{C_UTF8} (libc-bin) is not installed")
+    top = tmp_path
+    sysd, loc, share = top / "sys", top / "sys" / "locale", top / "sys" / "share"
+    shutil.copytree(C_UTF8, loc / "vv_VV.utf8")
+    write_mo(str(share / "vv" / "LC_MESSAGES" / "hidden.mo"), {"hello": "bonjour"})
+    write_mo(str(share / "vv" / "LC_MESSAGES" / "seen.mo"), {"hello": "salut"})
+    files = [f"{sysd}/", f"{loc}/", f"{share}/", f"{share}/vv/", f"{share}/vv/LC_MESSAGES/"]
+    locale_files = [str(p) + ("/" if p.is_dir() else "") for p in [loc / "vv_VV.utf8",
+                                                                  *(loc / "vv_VV.utf8").rglob("*")]]
+    (top / "manifest").write_text(manifest_text([
+        ("base", True, files),
+        ("locales-vv", False, locale_files + [f"{share}/vv/LC_MESSAGES/seen.mo"]),
+        ("vv-l10n", False, [f"{share}/vv/LC_MESSAGES/hidden.mo"]),
+    ]))
+    db = top / "registry.db"
+    assert run([kiln_bin, "registry", "--db", db, "import", "manifest", top / "manifest"]).returncode == 0
+    script = top / "cat.py"
+    script.write_text(CATALOG_PROBE)
+    env = dict(os.environ, LOCPATH=str(loc))
+    env.pop("LANGUAGE", None)
+    build = top / "build"
+    build.mkdir()
+    r = run([kiln_bin, "trace", "--db", db, "--deps", "locales-vv", "--ask", sysd, "--",
+             sys.executable, script, share], env=env, cwd=build)
+    assert r.returncode == 0, r.stderr
+    # The oracle: the same without the hidden catalog.
+    plain = run([sys.executable, script, share], env=env).stdout.splitlines()
+    assert "hidden hello bonjour bonjour" in plain
+    os.unlink(share / "vv" / "LC_MESSAGES" / "hidden.mo")
+    oracle_out = run([sys.executable, script, share], env=env).stdout.splitlines()
+    assert r.stdout.splitlines() == oracle_out
+    assert "hidden hello hello hello" in oracle_out and "seen hello salut salut" in oracle_out
+    assert "vv-l10n (1)" in r.stderr and "hidden.mo" in r.stderr

@@ -24,7 +24,7 @@ static void *_Atomic real_setlocale, *_Atomic real_newlocale, *_Atomic real___ne
 #define ALL_CATS (((1u << NCATS) - 1) & ~(1u << LC_ALL))
 #define COMPOSITE_MAX 4096
 
-static const char *const cat_names[NCATS] = {
+const char *const kt_lc_names[NCATS] = {
 	"LC_CTYPE", "LC_NUMERIC", "LC_TIME", "LC_COLLATE", "LC_MONETARY", "LC_MESSAGES", "LC_ALL",
 	"LC_PAPER", "LC_NAME", "LC_ADDRESS", "LC_TELEPHONE", "LC_MEASUREMENT", "LC_IDENTIFICATION",
 };
@@ -50,7 +50,7 @@ static const char *from_environment(struct env_names *en, int cat)
 	}
 	if (present(en->all))
 		return en->all;
-	const char *v = getenv(cat_names[cat]);
+	const char *v = getenv(kt_lc_names[cat]);
 	return present(v) ? v : present(en->lang) ? en->lang : "C";
 }
 
@@ -70,8 +70,8 @@ static int split(const char *name, unsigned mask, char *buf, const char *names[N
 	unsigned given = 0;
 	for (char *np = buf, *cp; (cp = strchr(np, '='));) {
 		int c = 0;
-		while (c < NCATS && (c == LC_ALL || strlen(cat_names[c]) != (size_t)(cp - np) ||
-				     memcmp(np, cat_names[c], (size_t)(cp - np))))
+		while (c < NCATS && (c == LC_ALL || strlen(kt_lc_names[c]) != (size_t)(cp - np) ||
+				     memcmp(np, kt_lc_names[c], (size_t)(cp - np))))
 			c++;
 		if (c == NCATS)
 			return -1;

@@ -5,6 +5,7 @@
 #include "trace/service/locale_plan.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -320,9 +321,10 @@ static int look_file(const struct locale_env *env, const char *path, const char 
 	return 0;
 }
 
-/* Every directory candidate of `name` for category `cat`. */
-static int look_name(const struct locale_env *env, char dirs[][4097], size_t ndirs,
-		     const char *name, const char *cat, struct tally *t)
+/* Calls fn(arg, DIR/VARIANT) for every directory VARIANT of `name` that
+ * _nl_make_l10nflist builds in each directory of dirs. */
+static int each_variant(char dirs[][4097], size_t ndirs, const char *name,
+			int (*fn)(void *, const char *), void *arg)
 {
 	struct exploded e;
 	explode(name, &e);
@@ -330,20 +332,52 @@ static int look_name(const struct locale_env *env, char dirs[][4097], size_t ndi
 		if ((cnt & ~e.mask) || ((cnt & XPG_CODESET) && (cnt & XPG_NORM_CODESET)))
 			continue; /* not a subset, or never opened (decided = 1) */
 		for (size_t d = 0; d < ndirs; d++) {
-			char path[8192];
-			int n = snprintf(path, sizeof path, "%s/%s%s%s%s%s%s%s%s%s/%s", dirs[d], e.language,
+			char path[4097 + NAME_MAX_LEN + 8];
+			int n = snprintf(path, sizeof path, "%s/%s%s%s%s%s%s%s%s%s", dirs[d], e.language,
 					 (cnt & XPG_TERRITORY) ? "_" : "",
 					 (cnt & XPG_TERRITORY) ? e.territory : "",
 					 (cnt & XPG_CODESET) ? "." : "", (cnt & XPG_CODESET) ? e.codeset : "",
 					 (cnt & XPG_NORM_CODESET) ? "." : "",
 					 (cnt & XPG_NORM_CODESET) ? e.norm : "",
 					 (cnt & XPG_MODIFIER) ? "@" : "",
-					 (cnt & XPG_MODIFIER) ? e.modifier : "", cat);
-			if (n < 0 || (size_t)n >= sizeof path || look_file(env, path, cat, t) < 0)
+					 (cnt & XPG_MODIFIER) ? e.modifier : "");
+			if (n < 0 || (size_t)n >= sizeof path || fn(arg, path) < 0)
 				return -1;
 		}
 	}
 	return 0;
+}
+
+/* A file below each variant directory: LC_foo (with the SYS_LC_foo rule
+ * when `cat` is given) or LC_MESSAGES/DOMAIN.mo. */
+struct below {
+	const struct locale_env *env;
+	const char *file, *cat;
+	struct tally *t;
+};
+
+static int look_below(void *arg, const char *variant)
+{
+	struct below *b = arg;
+	char path[8192];
+	if ((size_t)snprintf(path, sizeof path, "%s/%s", variant, b->file) >= sizeof path)
+		return -1;
+	if (b->cat)
+		return look_file(b->env, path, b->cat, b->t);
+	struct locale_seen s;
+	if (b->env->look(b->env->ctx, path, &s) < 0)
+		return -1;
+	if (s.exists)
+		*(s.hidden ? &b->t->hidden : &b->t->visible) = true;
+	return 0;
+}
+
+/* Every candidate of `name` for category `cat`. */
+static int look_name(const struct locale_env *env, char dirs[][4097], size_t ndirs,
+		     const char *name, const char *cat, struct tally *t)
+{
+	struct below b = { env, cat, cat, t };
+	return each_variant(dirs, ndirs, name, look_below, &b);
 }
 
 /* What the sandbox says of a whole file (alias file, archive). */
@@ -423,6 +457,88 @@ int locale_plan(const struct locale_env *env, struct locale_plan_cache *cache,
 	ret = absent ? KILN_D_ABSENT : any_hidden ? KILN_D_CHECK : KILN_D_CLEAN;
 out:
 	list_free(&values);
+	if (c == &own) {
+		list_free(&own.alias_keys);
+		list_free(&own.alias_values);
+		list_free(&own.archive_names);
+	}
+	return ret;
+}
+
+/* Every file of DIRNAME/VARIANT/CATEGORY (any domain), or one domain's. */
+struct catalogs {
+	const struct locale_env *env;
+	const char *category, *domain;
+	struct tally *t;
+};
+
+static int look_catalogs(void *arg, const char *variant)
+{
+	struct catalogs *c = arg;
+	char path[8192];
+	if (c->domain) {
+		struct below b = { c->env, NULL, NULL, c->t };
+		snprintf(path, sizeof path, "%s/%s.mo", c->category, c->domain);
+		b.file = path;
+		return look_below(&b, variant);
+	}
+	if ((size_t)snprintf(path, sizeof path, "%s/%s", variant, c->category) >= sizeof path)
+		return -1;
+	DIR *d = opendir(path);
+	if (!d)
+		return 0;
+	struct dirent *e;
+	int rc = 0;
+	while (rc == 0 && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		struct below b = { c->env, NULL, NULL, c->t };
+		char file[512];
+		snprintf(file, sizeof file, "%s/%s", c->category, e->d_name);
+		b.file = file;
+		rc = look_below(&b, variant);
+	}
+	closedir(d);
+	return rc;
+}
+
+int catalog_plan(const struct locale_env *env, struct locale_plan_cache *cache, const char *dirname,
+		 const char *category, const char *domain, const char *languages)
+{
+	struct locale_plan_cache own = { 0 };
+	struct locale_plan_cache *c = cache ? cache : &own;
+	if (!c->alias_read)
+		read_aliases(c, env->alias_file);
+	int ret = KILN_D_CHECK;
+	bool alias_hidden = false;
+	if (dirname[0] != '/' || (c->alias_exists && look_whole(env, env->alias_file, &alias_hidden) < 0))
+		goto out;
+	static char dirs[1][4097];
+	snprintf(dirs[0], sizeof dirs[0], "%s", dirname);
+	struct tally t = { 0 };
+	struct catalogs cat = { env, category, domain, &t };
+	for (const char *p = languages; *p;) {
+		size_t n = strcspn(p, ":");
+		char lang[NAME_MAX_LEN + 1];
+		if (n && n <= NAME_MAX_LEN) {
+			memcpy(lang, p, n);
+			lang[n] = '\0';
+			if (!strcmp(lang, "C") || !strcmp(lang, "POSIX"))
+				break;
+			if (each_variant(dirs, 1, lang, look_catalogs, &cat) < 0)
+				goto out;
+			for (size_t i = 0; i < c->alias_keys.n; i++) {
+				if (strcasecmp(c->alias_keys.v[i], lang))
+					continue;
+				t.hidden |= alias_hidden;
+				if (each_variant(dirs, 1, c->alias_values.v[i], look_catalogs, &cat) < 0)
+					goto out;
+			}
+		}
+		p += n + (p[n] == ':');
+	}
+	ret = t.hidden ? KILN_D_CHECK : KILN_D_CLEAN;
+out:
 	if (c == &own) {
 		list_free(&own.alias_keys);
 		list_free(&own.alias_values);

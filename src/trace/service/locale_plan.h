@@ -54,4 +54,13 @@ void locale_plan_cache_free(struct locale_plan_cache *c);
 int locale_plan(const struct locale_env *env, struct locale_plan_cache *cache,
 		const char *locpath, unsigned catmask, const char *name);
 
+/* The message catalogs glibc's dcigettext may open for a gettext call
+ * (intl/dcigettext.c, intl/finddomain.c): for each entry of `languages` (the
+ * LANGUAGE list, or the category's locale name; glibc stops at C or POSIX)
+ * and each alias of it, DIRNAME/VARIANT/CATEGORY/DOMAIN.mo for every
+ * variant of the name. `domain` NULL: any domain (every file in
+ * DIRNAME/VARIANT/CATEGORY). Returns KILN_D_CLEAN or KILN_D_CHECK. */
+int catalog_plan(const struct locale_env *env, struct locale_plan_cache *cache, const char *dirname,
+		 const char *category, const char *domain, const char *languages);
+
 #endif

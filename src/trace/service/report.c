@@ -132,6 +132,36 @@ static const char *group_name(const struct trace_finding *f)
 	}
 }
 
+/* Files glibc loads for itself that no hook can hide (docs/glibc-data.md):
+ * kept apart from the hidden ones, which the build did not get. */
+static void write_unhidden(FILE *out, const struct tracelog *t)
+{
+	if (!t->unhidden.n)
+		return;
+	struct item *v = sorted(&t->unhidden);
+	if (!v)
+		return;
+	fprintf(out, "  loaded by glibc for itself, not hidden (kiln cannot keep them from it): %zu\n",
+		t->unhidden.n);
+	for (size_t i = 0; i < t->unhidden.n && i < TEXT_LINES; i++) {
+		fputs("    ", out);
+		put_text_cstr(out, v[i].key);
+		fputs(" (", out);
+		put_text_cstr(out, v[i].f->pkg);
+		fputs("): ", out);
+		put_text_cstr(out, v[i].f->via);
+		fputs("\n      first for ", out);
+		if (v[i].f->client < 0)
+			fputs("the build's environment", out);
+		else
+			print_who(out, t, v[i].f->client);
+		fputc('\n', out);
+	}
+	if (t->unhidden.n > TEXT_LINES)
+		fprintf(out, "    ... and %zu more\n", t->unhidden.n - TEXT_LINES);
+	free(v);
+}
+
 void tracelog_write_text(const struct tracelog *t, FILE *out)
 {
 	struct item *hid = sorted(&t->hidden), *ref = sorted(&t->refused), *unk = sorted(&t->unknown),
@@ -188,6 +218,7 @@ void tracelog_write_text(const struct tracelog *t, FILE *out)
 		print_finding(out, t, &prb[i]);
 	if (t->probes.n > TEXT_LINES)
 		fprintf(out, "    ... and %zu more\n", t->probes.n - TEXT_LINES);
+	write_unhidden(out, t);
 	fprintf(out, "  unknown files (in registry-managed trees, not in the registry; allowed): %zu\n",
 		t->unknown.n);
 	for (size_t i = 0; i < t->unknown.n && i < TEXT_LINES; i++)
@@ -365,6 +396,21 @@ int tracelog_write_json(const struct tracelog *t, const char *file, int exit_sta
 	json_findings(f, t, prb, t->probes.n);
 	fputs(",\n\"unknown\":", f);
 	json_findings(f, t, unk, t->unknown.n);
+	struct item *unh = sorted(&t->unhidden);
+	fputs(",\n\"unhidden_glibc_data\":[", f);
+	for (size_t i = 0; unh && i < t->unhidden.n; i++) {
+		fputs(i ? ",\n  {\"path\":" : "\n  {\"path\":", f);
+		json_cstr(f, unh[i].key);
+		fputs(",\"package\":", f);
+		json_cstr(f, unh[i].f->pkg);
+		fputs(",\"why\":", f);
+		json_cstr(f, unh[i].f->via);
+		fputc(',', f);
+		json_who(f, t, unh[i].f->client);
+		fputc('}', f);
+	}
+	fputc(']', f);
+	free(unh);
 	fputs(",\n\"exec_events\":[", f);
 	for (size_t i = 0; i < t->nevents; i++) {
 		fprintf(f, "%s{\"kind\":\"%s\",\"path\":", i ? ",\n  " : "\n  ",

@@ -150,6 +150,8 @@ struct data_look {
 	struct trace_service *ts;
 	int client;
 	bool stable;
+	const char *loaded_by_glibc; /* non-NULL: hidden files met are ones glibc loads for
+				      * itself (not hidden), noted with this as why */
 };
 
 static int data_look(void *ctx, const char *path, struct locale_seen *seen)
@@ -164,27 +166,73 @@ static int data_look(void *ctx, const char *path, struct locale_seen *seen)
 	seen->exists = seen->hidden || ts->dec.exists;
 	struct stat st;
 	seen->is_dir = seen->exists && !seen->hidden && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-	if (seen->hidden && l->client >= 0)
+	if (seen->hidden && l->loaded_by_glibc)
+		tracelog_unhidden(&ts->log, l->client, path, ts->dec.pkg, l->loaded_by_glibc);
+	else if (seen->hidden && l->client >= 0)
 		tracelog_seen(&ts->log, l->client, path, KILN_A_READ, &ts->dec);
 	return 0;
 }
 
 int trace_service_look(void *ts, const char *path, struct locale_seen *seen)
 {
-	struct data_look l = { ts, -1, true };
+	struct data_look l = { ts, -1, true, NULL };
 	return data_look(&l, path, seen);
+}
+
+void trace_service_libc_messages(struct trace_service *ts, int client, const char *locale)
+{
+	struct data_look l = { ts, client, true, "glibc's own messages (strerror, getopt...) in this "
+						 "locale come from it" };
+	struct locale_env env = ts->locale_env;
+	env.ctx = &l;
+	env.look = data_look;
+	catalog_plan(&env, ts->locales, "/usr/share/locale", "LC_MESSAGES", "libc", locale);
 }
 
 int trace_service_locale_plan(struct trace_service *ts, int client, const char *locpath,
 			      unsigned catmask, const char *name, bool *stable)
 {
-	struct data_look l = { ts, client, true };
+	struct data_look l = { ts, client, true, NULL };
 	struct locale_env env = ts->locale_env;
 	env.ctx = &l;
 	env.look = data_look;
 	int answer = locale_plan(&env, ts->locales, locpath, catmask, name);
 	*stable = l.stable;
+	/* A locale for messages that loads: glibc translates its own messages
+	 * with catalogs no hook can keep from it. */
+	if (answer != KILN_D_ABSENT && (catmask & (1u << 5)))
+		trace_service_libc_messages(ts, client, name);
 	return answer;
+}
+
+int trace_service_catalog_plan(struct trace_service *ts, int client, const char *dirname,
+			       const char *domain, const char *category, const char *languages,
+			       bool *stable)
+{
+	struct data_look l = { ts, client, true, NULL };
+	struct locale_env env = ts->locale_env;
+	env.ctx = &l;
+	env.look = data_look;
+	int answer = catalog_plan(&env, ts->locales, dirname, category, domain, languages);
+	*stable = l.stable;
+	return answer;
+}
+
+/* "DOMAIN\nLC_CATEGORY\nLANGUAGES" of a catalog question, split in place;
+ * -1 if malformed. */
+static int split_catalog(char *b, char **domain, char **category, char **languages)
+{
+	*domain = b;
+	char *nl = strchr(b, '\n');
+	if (!nl || nl == b)
+		return -1;
+	*nl = '\0';
+	*category = nl + 1;
+	if (!(nl = strchr(*category, '\n')) || strncmp(*category, "LC_", 3))
+		return -1;
+	*nl = '\0';
+	*languages = nl + 1;
+	return strchr(*languages, '\n') || strchr(*domain, '/') ? -1 : 0;
 }
 
 static int on_query_data(struct trace_service *ts, int client, int fd, const char *payload, size_t len)
@@ -194,8 +242,10 @@ static int on_query_data(struct trace_service *ts, int client, int fd, const cha
 		return -1;
 	memcpy(&q, payload, sizeof q);
 	size_t blen = len - sizeof q - (q.alen <= len - sizeof q ? q.alen : 0);
-	if (q.kind != KILN_D_LOCALE || q.alen > len - sizeof q || q.alen > KILN_PATH_MAX ||
-	    blen > KILN_PATH_MAX || !q.arg || (q.arg & ~0x1fbfu))
+	if ((q.kind != KILN_D_LOCALE && q.kind != KILN_D_CATALOG) || q.alen > len - sizeof q ||
+	    q.alen > KILN_PATH_MAX || blen > KILN_PATH_MAX ||
+	    (q.kind == KILN_D_LOCALE && (!q.arg || (q.arg & ~0x1fbfu))) ||
+	    (q.kind == KILN_D_CATALOG && q.arg != 1))
 		return -1;
 	const char *a = payload + sizeof q, *b = a + q.alen;
 	if (memchr(a, '\0', q.alen + blen))
@@ -205,9 +255,19 @@ static int on_query_data(struct trace_service *ts, int client, int fd, const cha
 	as[q.alen] = '\0';
 	memcpy(bs, b, blen);
 	bs[blen] = '\0';
-	ts->log.queries++;
 	bool stable;
-	int answer = trace_service_locale_plan(ts, client, as, q.arg, bs, &stable);
+	int answer;
+	if (q.kind == KILN_D_CATALOG) {
+		char copy[KILN_PATH_MAX + 1], *domain, *category, *languages;
+		memcpy(copy, bs, blen + 1);
+		if (split_catalog(copy, &domain, &category, &languages) < 0)
+			return -1;
+		ts->log.queries++;
+		answer = trace_service_catalog_plan(ts, client, as, domain, category, languages, &stable);
+	} else {
+		ts->log.queries++;
+		answer = trace_service_locale_plan(ts, client, as, q.arg, bs, &stable);
+	}
 	struct kiln_verdict_msg v = { .verdict = ts->report_only ? KILN_D_CLEAN : (uint32_t)answer };
 	if (ts->vc && !ts->report_only && stable)
 		verdict_cache_data(ts->vc, q.kind, q.arg, as, q.alen, bs, blen, (unsigned)answer);

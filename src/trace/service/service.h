@@ -36,6 +36,17 @@ void trace_service_free(struct trace_service *ts);
 int trace_service_locale_plan(struct trace_service *ts, int client, const char *locpath,
 			      unsigned catmask, const char *name, bool *stable);
 
+/* The catalog plan of a gettext call (locale_plan.h, catalog_plan); domain
+ * NULL: any domain. */
+int trace_service_catalog_plan(struct trace_service *ts, int client, const char *dirname,
+			       const char *domain, const char *category, const char *languages,
+			       bool *stable);
+
+/* Notes the libc.mo catalogs of packages outside the closure that glibc
+ * would load for its own messages in `locale` (client -1: the build's
+ * environment): no hook can hide them (docs/glibc-data.md). */
+void trace_service_libc_messages(struct trace_service *ts, int client, const char *locale);
+
 /* What the build would see at path (as locale_env.look; ts is the service),
  * recording nothing. */
 int trace_service_look(void *ts, const char *path, struct locale_seen *seen);

@@ -57,7 +57,21 @@ static void plan_ahead(struct trace_service *ts, const struct trace_server_confi
 	o += (size_t)snprintf(out + o, cap - o, "\n%s=", KILN_ENV_CLEAN);
 	struct data_where w = data_where_default();
 	o += data_plans_clean(&w, trace_service_look, ts, out + o, cap - o - 1);
+	/* mo:NAME: any domain's catalogs in /usr/share/locale for locale NAME
+	 * (LANGUAGE unset), the gettext hooks' fast path. */
+	for (size_t i = 0; i < cfg->nlocales; i++) {
+		const char *name = cfg->locales[i];
+		bool stable;
+		if (strchr(name, ' ') || strchr(name, '\n') || o + strlen(name) + 6 > cap - 2 ||
+		    trace_service_catalog_plan(ts, -1, "/usr/share/locale", NULL, "LC_MESSAGES", name,
+					       &stable) != KILN_D_CLEAN ||
+		    !stable)
+			continue;
+		o += (size_t)snprintf(out + o, cap - o, "%smo:%s", o ? " " : "", name);
+	}
 	snprintf(out + o, cap - o, "\n");
+	for (size_t i = 0; i < cfg->nlocales; i++)
+		trace_service_libc_messages(ts, -1, cfg->locales[i]);
 }
 
 /* The text report to FILE (output rules of common/outfile.h), else stderr. */

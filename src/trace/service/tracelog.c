@@ -26,6 +26,7 @@ void tracelog_free(struct tracelog *t)
 	pathtab_free(&t->refused, free_finding);
 	pathtab_free(&t->probes, free_finding);
 	pathtab_free(&t->unknown, free_finding);
+	pathtab_free(&t->unhidden, free_finding);
 	for (size_t i = 0; i < t->nevents; i++)
 		free(t->events[i].path);
 	free(t->events);
@@ -118,6 +119,12 @@ void tracelog_seen(struct tracelog *t, int client, const char *path, unsigned ac
 	}
 	if (d->unknown)
 		record(&t->unknown, d->node, client, access, SBX_OK, path, "");
+}
+
+void tracelog_unhidden(struct tracelog *t, int client, const char *path, const char *pkg,
+		       const char *why)
+{
+	record(&t->unhidden, path, client, KILN_A_READ, SBX_OK, why, pkg);
 }
 
 void tracelog_dir(struct tracelog *t, unsigned long entries_hidden)

@@ -57,6 +57,8 @@ struct tracelog {
 	struct pathtab refused;  /* refused path -> struct trace_finding */
 	struct pathtab probes;   /* write probe answered EACCES -> struct trace_finding */
 	struct pathtab unknown;  /* unknown file -> struct trace_finding */
+	struct pathtab unhidden; /* a hidden file glibc loads for itself -> struct trace_finding
+				  * (via: why) */
 	struct trace_event *events;
 	size_t nevents, capevents;
 	unsigned long queries, dir_queries, entries_hidden, failures;
@@ -82,6 +84,10 @@ void tracelog_query(struct tracelog *t, int client, const char *path, unsigned a
  * counted as one. */
 void tracelog_seen(struct tracelog *t, int client, const char *path, unsigned access,
 		   const struct sbx_decision *d);
+/* A file of package pkg, outside the closure, that glibc loads for itself
+ * where no hook can keep it away (docs/glibc-data.md): `why` says what for. */
+void tracelog_unhidden(struct tracelog *t, int client, const char *path, const char *pkg,
+		       const char *why);
 void tracelog_dir(struct tracelog *t, unsigned long entries_hidden);
 void tracelog_event(struct tracelog *t, int client, unsigned kind, const char *path);
 
