@@ -346,6 +346,26 @@ static long exchange(const void *req, size_t reqlen, void *resp, size_t cap,
 
 /* ---- verdict.h ---------------------------------------------------------- */
 
+/* Sends a question whose answer is a VERDICT message of at most `max`;
+ * returns it, or -1 (no answer: the failure is reported). */
+static int verdict_exchange(const void *req, size_t reqlen, uint32_t max)
+{
+	union {
+		char raw[64];
+		struct {
+			struct kiln_msg_hdr h;
+			struct kiln_verdict_msg v;
+		} m;
+	} resp;
+	long r = exchange(req, reqlen, &resp, sizeof resp, KILN_MSG_VERDICT, 0);
+	if (r != sizeof(struct kiln_verdict_msg) || resp.m.v.verdict > max) {
+		if (r >= 0)
+			report_failure(EPROTO);
+		return -1;
+	}
+	return (int)resp.m.v.verdict;
+}
+
 int kiln_ask(const char *abspath, unsigned access, unsigned qflags)
 {
 	kt_init();
@@ -364,21 +384,8 @@ int kiln_ask(const char *abspath, unsigned access, unsigned qflags)
 				       (uint32_t)(sizeof req.q + plen) };
 	req.q = (struct kiln_query){ access, qflags, (uint32_t)plen };
 	memcpy(req.path, abspath, plen);
-	union {
-		char raw[64];
-		struct {
-			struct kiln_msg_hdr h;
-			struct kiln_verdict_msg v;
-		} m;
-	} resp;
-	long r = exchange(&req, sizeof req.h + req.h.len, &resp, sizeof resp,
-			  KILN_MSG_VERDICT, 0);
-	if (r != sizeof(struct kiln_verdict_msg) || resp.m.v.verdict > KILN_V_DENY) {
-		if (r >= 0)
-			report_failure(EPROTO);
-		return KILN_V_ERROR;
-	}
-	return (int)resp.m.v.verdict;
+	int v = verdict_exchange(&req, sizeof req.h + req.h.len, KILN_V_DENY);
+	return v < 0 ? KILN_V_ERROR : v;
 }
 
 int kiln_ask_data(unsigned kind, unsigned arg, const char *a, const char *b)
@@ -401,20 +408,8 @@ int kiln_ask_data(unsigned kind, unsigned arg, const char *a, const char *b)
 	req.q = (struct kiln_query_data){ kind, arg, (uint32_t)alen };
 	memcpy(req.s, a, alen);
 	memcpy(req.s + alen, b, blen);
-	union {
-		char raw[64];
-		struct {
-			struct kiln_msg_hdr h;
-			struct kiln_verdict_msg v;
-		} m;
-	} resp;
-	long r = exchange(&req, sizeof req.h + req.h.len, &resp, sizeof resp, KILN_MSG_VERDICT, 0);
-	if (r != sizeof(struct kiln_verdict_msg) || resp.m.v.verdict > KILN_D_CHECK) {
-		if (r >= 0)
-			report_failure(EPROTO);
-		return KILN_D_CHECK;
-	}
-	return (int)resp.m.v.verdict;
+	int v = verdict_exchange(&req, sizeof req.h + req.h.len, KILN_D_CHECK);
+	return v < 0 ? KILN_D_CHECK : v;
 }
 
 #define DIR_BATCH_MAX 1024

@@ -145,14 +145,22 @@ static int plan(unsigned mask, const char *names[NCATS])
 	return worst;
 }
 
-/* ABSENT without the checked window (a kernel without syscall user
- * dispatch): glibc's answer when it finds no data, NULL with ENOENT (from
- * its last failed open; a name it has failed to find before leaves errno as
- * it was, which only the window reproduces). True: the call is answered. */
-static bool unchecked_absent(void)
+/* Runs the call as the plan says: as it is when CLEAN, else in the
+ * checked window. Without a window (a kernel without syscall user
+ * dispatch), ABSENT is answered as glibc answers when it finds no data:
+ * the call's result stays NULL/0, errno ENOENT (from its last failed open;
+ * a name it failed to find before leaves errno as it was, which only the
+ * window reproduces), and CHECK calls through unchecked. */
+static void run_planned(int answer, void (*fn)(void *), void *call)
 {
-	errno = ENOENT;
-	return true;
+	if (answer == KILN_D_CLEAN) {
+		fn(call);
+	} else if (kt_checked(fn, call) < 0) {
+		if (answer == KILN_D_ABSENT)
+			errno = ENOENT;
+		else
+			fn(call);
+	}
 }
 
 struct set_call {
@@ -192,10 +200,7 @@ KT_EXPORT char *setlocale(int cat, const char *name)
 	kt_enter();
 	int a = plan(mask, names);
 	struct set_call c = { real, cat, name, NULL };
-	if (a == KILN_D_CLEAN)
-		run_set(&c);
-	else if (kt_checked(run_set, &c) < 0 && !(a == KILN_D_ABSENT && unchecked_absent()))
-		run_set(&c);
+	run_planned(a, run_set, &c);
 	kt_leave();
 	return c.ret;
 }
@@ -228,10 +233,7 @@ static locale_t new_checked(locale_t (*real)(int, const char *, locale_t), int m
 	kt_enter();
 	int a = plan(cats, names);
 	struct new_call c = { real, mask, name, base, (locale_t)0 };
-	if (a == KILN_D_CLEAN)
-		run_new(&c);
-	else if (kt_checked(run_new, &c) < 0 && !(a == KILN_D_ABSENT && unchecked_absent()))
-		run_new(&c);
+	run_planned(a, run_new, &c);
 	kt_leave();
 	return c.ret;
 }
