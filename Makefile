@@ -2,6 +2,7 @@
 #
 #   make            build build/kiln and build/libkiln-trace.so
 #   make check      unit tests (cmocka) + end-to-end tests (pytest)
+#   make check-fidelity  the slow fidelity suite against a clean chroot (docs/fidelity.md)
 #   make demo       build kiln and run its main job on a real example
 #   make bench      every benchmark (or bench-shm, bench-registry, bench-meta,
 #                   bench-preload, bench-trace: docs/benchmarks.md)
@@ -81,7 +82,7 @@ BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 # under the preload library), and built for the tests too (test_bench_harness).
 BENCH_STANDALONE := $(BUILD)/bench/trace_micro $(BUILD)/bench/calibrate
 
-.PHONY: all deps check unit integration demo bench install clean
+.PHONY: all deps check check-fidelity unit integration demo bench install clean
 .DEFAULT_GOAL := all
 
 all: $(KILN) $(PRELOAD)
@@ -155,6 +156,13 @@ unit: $(UNIT_BINS)
 integration: all $(HELPER_BINS) $(BENCH_STANDALONE)
 	KILN_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q tests/integration
 	KILN_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q --kiln-no-cache tests/integration/test_trace_*.py
+
+# Slow, not in `check`: ./configure of real Debian packages in a clean
+# buildd chroot against kiln trace on the polluted host (docs/fidelity.md;
+# root, network, the machine-wide lock). FIDELITY_PACKAGES=nano,wget for a subset.
+check-fidelity: all
+	KILN_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/fidelity/fidelity.py $(subst $(comma), ,$(FIDELITY_PACKAGES))
+comma := ,
 
 # ---- demo and benchmarks -------------------------------------------------
 demo: all
