@@ -107,7 +107,10 @@ def base_env():
 
 
 def kiln_cmd(a, variant, report, deps):
-    cmd = [a.kiln, "trace", "--db", a.db, "--json", report] + deps
+    # --no-refresh: bench/run-trace imports the registry just before; a
+    # package installed meanwhile by something else on the machine must not
+    # make a round re-import it (two seconds inside the timed build).
+    cmd = [a.kiln, "trace", "--db", a.db, "--no-refresh", "--json", "-o", report] + deps
     if "--deps-from-control" in deps:
         # the host profile keeps the caller's environment, so the traced build
         # runs in the same environment as the plain one (the default chroot

@@ -48,7 +48,7 @@ say "building $SOURCE under kiln trace (declared dependencies: Build-Depends of 
 log=$CACHE/build.log
 set +e
 (cd "$src_dir" && "$KILN" trace --db "$DB" --deps-from-control debian/control \
-   --json "$CACHE/report.json" --log "$CACHE/access.log" \
+   --json -o "$CACHE/report.json" --log "$CACHE/access.log" \
    -- dpkg-buildpackage -b -uc -us) > "$log" 2> "$CACHE/trace.err"
 status=$?
 set -e

@@ -26,6 +26,7 @@
 
 #include "cli/cmd_shm_demo.h" /* shm_parse_size */
 #include "cli/read_all.h"
+#include "common/cliopt.h"
 #include "ipc/meta_proto.h"
 #include "meta/forward.h"
 #include "meta/server.h"
@@ -39,60 +40,95 @@ struct opts {
 	char **command;
 };
 
-/* Options of the server commands; WHICH names those allowed. 0 ok, 2 usage. */
-static int parse_opts(int argc, char **argv, struct opts *o, const char *which)
+enum { OPT_MAX_MEMORY = 1, OPT_IDLE_TIMEOUT, OPT_SOCKET, OPT_JOB_MODE, OPT_FOREGROUND, OPT_JSON };
+
+static const struct cliopt run_opts[] = {
+	{ "max-memory", 0, "SIZE", OPT_MAX_MEMORY, "evict idle models beyond SIZE (e.g. 512M, 2G)" },
+	{ "job-mode", 0, "thread|fork", OPT_JOB_MODE, NULL }, /* for measurements */
+	{ 0 },
+};
+static const struct cliopt serve_opts[] = {
+	{ "idle-timeout", 0, "S", OPT_IDLE_TIMEOUT, "stop after S seconds without a job" },
+	{ "max-memory", 0, "SIZE", OPT_MAX_MEMORY, "evict idle models beyond SIZE (e.g. 512M, 2G)" },
+	{ "socket", 0, "PATH", OPT_SOCKET, "listen on PATH (default: $XDG_RUNTIME_DIR/kiln-meta/socket)" },
+	{ "foreground", 0, NULL, OPT_FOREGROUND, "do not detach" },
+	{ "job-mode", 0, "thread|fork", OPT_JOB_MODE, NULL },
+	{ 0 },
+};
+static const struct cliopt stats_opts[] = {
+	{ "json", 0, NULL, OPT_JSON, "machine-readable output" },
+	{ 0 },
+};
+static const struct cliopt stop_opts[] = { { 0 } };
+
+static void usage(FILE *out, const char *which, const struct cliopt *opts)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define OPT(name) (!strcmp(a, name) && strstr(which, name))
-		if (!strcmp(a, "--") && strstr(which, "CMD")) {
-			o->command = argv + i + 1;
+	static const struct {
+		const char *name, *synopsis, *what;
+	} cmds[] = {
+		{ "run", "kiln meta run [OPTIONS] [--] COMMAND [ARGS...]",
+		  "Runs COMMAND with a private meta server: every 'kiln meta' it starts is\n"
+		  "forwarded to the server, which parses each binary once (docs/meta-server.md)." },
+		{ "serve", "kiln meta serve [OPTIONS]",
+		  "Starts a meta server for a shell session and prints the line that exports\n"
+		  "its socket: eval \"$(kiln meta serve)\"." },
+		{ "stats", "kiln meta stats [--json]", "The counters of the server in $KILN_META_SOCKET." },
+		{ "stop", "kiln meta stop", "Stops the server in $KILN_META_SOCKET once its jobs are done." },
+	};
+	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+		if (!strcmp(which, cmds[i].name))
+			fprintf(out, "usage: %s\n\n%s\n\noptions:\n", cmds[i].synopsis, cmds[i].what);
+	cliopt_print_options(out, opts);
+}
+
+/* Options of the server command argv[0]. 0 to go on, 1 when --help or
+ * --version was answered, else the usage error's exit status. */
+static int parse_opts(int argc, char **argv, struct opts *o, const struct cliopt *opts, bool command)
+{
+	struct cliparse p;
+	cliopt_init(&p, "kiln meta", opts, argc, argv, command ? CLIOPT_IN_ORDER : CLIOPT_PERMUTE,
+		    stderr);
+	for (int id; (id = cliopt_next(&p)) != CLIOPT_END;) {
+		const char *v = p.value;
+		switch (id) {
+		case CLIOPT_ERROR:
+			return CLIOPT_EXIT_USAGE;
+		case CLIOPT_HELP:
+			usage(stdout, argv[0], opts);
+			return 1;
+		case CLIOPT_VERSION:
+			cliopt_print_version(stdout);
+			return 1;
+		case CLIOPT_ARG:
+			return cliopt_usage(&p, "%s: unexpected argument '%s'", argv[0], v);
+		case OPT_MAX_MEMORY:
+			if (shm_parse_size(v, &o->cfg.max_bytes) || !o->cfg.max_bytes)
+				return cliopt_usage(&p, "%s: --max-memory: '%s' is not a size (e.g. 512M, 2G)",
+						    argv[0], v);
 			break;
-		} else if (a[0] != '-' && strstr(which, "CMD")) {
-			o->command = argv + i;
-			break;
-		} else if (OPT("--max-memory") && v) {
-			if (shm_parse_size(v, &o->cfg.max_bytes) || !o->cfg.max_bytes) {
-				fprintf(stderr, "kiln meta %s: --max-memory: '%s' is not a size (e.g. 512M, 2G)\n",
-					argv[0], v);
-				return 2;
-			}
-			i++;
-		} else if (OPT("--idle-timeout") && v) {
+		case OPT_IDLE_TIMEOUT: {
 			char *end;
-			unsigned long s = strtoul(v, &end, 10);
-			if (*end || end == v || s > 1000000) {
-				fprintf(stderr, "kiln meta %s: --idle-timeout: '%s' is not a number of seconds\n",
-					argv[0], v);
-				return 2;
-			}
-			o->cfg.idle_timeout_s = (unsigned)s;
-			i++;
-		} else if (OPT("--socket") && v) {
-			o->socket = v;
-			i++;
-		} else if (OPT("--job-mode") && v) {
-			if (strcmp(v, "thread") && strcmp(v, "fork")) {
-				fprintf(stderr, "kiln meta %s: --job-mode is thread or fork\n", argv[0]);
-				return 2;
-			}
-			o->cfg.fork_jobs = !strcmp(v, "fork");
-			i++;
-		} else if (OPT("--foreground")) {
-			o->foreground = true;
-		} else if (OPT("--json")) {
-			o->json = true;
-		} else {
-			fprintf(stderr, "kiln meta %s: %s '%s'\n", argv[0],
-				a[0] == '-' && strstr(which, a) ? "option needs a value:" : "unknown argument", a);
-			return 2;
+			unsigned long sec = strtoul(v, &end, 10);
+			if (*end || end == v || sec > 1000000)
+				return cliopt_usage(&p, "%s: --idle-timeout: '%s' is not a number of seconds",
+						    argv[0], v);
+			o->cfg.idle_timeout_s = (unsigned)sec;
+			break;
 		}
-#undef OPT
+		case OPT_SOCKET: o->socket = v; break;
+		case OPT_JOB_MODE:
+			if (strcmp(v, "thread") && strcmp(v, "fork"))
+				return cliopt_usage(&p, "%s: --job-mode is thread or fork", argv[0]);
+			o->cfg.fork_jobs = !strcmp(v, "fork");
+			break;
+		case OPT_FOREGROUND: o->foreground = true; break;
+		case OPT_JSON: o->json = true; break;
+		}
 	}
-	if (strstr(which, "CMD") && (!o->command || !o->command[0])) {
-		fprintf(stderr, "usage: kiln meta run [--max-memory N] [--] COMMAND [ARGS...]\n");
-		return 2;
+	if (command) {
+		o->command = cliopt_rest(&p);
+		if (!o->command[0])
+			return cliopt_usage(&p, "%s: no command given", argv[0]);
 	}
 	return 0;
 }
@@ -160,9 +196,9 @@ static void forward_signal(int sig)
 int cmd_meta_run(int argc, char **argv)
 {
 	struct opts o = { 0 };
-	int rc = parse_opts(argc, argv, &o, "--max-memory --job-mode CMD");
+	int rc = parse_opts(argc, argv, &o, run_opts, true);
 	if (rc)
-		return rc;
+		return rc == 1 ? 0 : rc;
 	char dir[PATH_MAX], sock[PATH_MAX];
 	const char *tmp = getenv("TMPDIR");
 	snprintf(dir, sizeof dir, "%s/kiln-meta.XXXXXX", tmp && tmp[0] == '/' ? tmp : "/tmp");
@@ -261,9 +297,9 @@ static int default_socket(char *buf, size_t len)
 int cmd_meta_serve(int argc, char **argv)
 {
 	struct opts o = { 0 };
-	int rc = parse_opts(argc, argv, &o, "--max-memory --idle-timeout --socket --foreground --job-mode");
+	int rc = parse_opts(argc, argv, &o, serve_opts, false);
 	if (rc)
-		return rc;
+		return rc == 1 ? 0 : rc;
 	char sock[PATH_MAX];
 	if (o.socket)
 		snprintf(sock, sizeof sock, "%s", o.socket);
@@ -337,9 +373,9 @@ static int request_env(const char *who, const struct request *rq, size_t n)
 int cmd_meta_stats(int argc, char **argv)
 {
 	struct opts o = { 0 };
-	int rc = parse_opts(argc, argv, &o, "--json");
+	int rc = parse_opts(argc, argv, &o, stats_opts, false);
 	if (rc)
-		return rc;
+		return rc == 1 ? 0 : rc;
 	struct kiln_meta_stats st;
 	struct request rq = { KILN_MSG_META_STATS, KILN_MSG_META_STATS, &st, sizeof st };
 	if (request_env("stats", &rq, 1))
@@ -381,9 +417,9 @@ static bool process_gone(pid_t pid)
 int cmd_meta_stop(int argc, char **argv)
 {
 	struct opts o = { 0 };
-	int rc = parse_opts(argc, argv, &o, "");
+	int rc = parse_opts(argc, argv, &o, stop_opts, false);
 	if (rc)
-		return rc;
+		return rc == 1 ? 0 : rc;
 	struct kiln_meta_stats st;
 	struct kiln_meta_done d;
 	struct request rq[] = { { KILN_MSG_META_STATS, KILN_MSG_META_STATS, &st, sizeof st },

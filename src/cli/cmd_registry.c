@@ -1,5 +1,6 @@
 /* kiln registry: import and query the package registry. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,12 +8,19 @@
 #include <time.h>
 
 #include "cli/commands.h"
+#include "cli/config.h"
+#include "common/cliopt.h"
+#include "common/outfile.h"
 #include "registry/canon.h"
 #include "registry/import.h"
 #include "registry/query.h"
 #include "registry/registry.h"
 
 #define MAX_OWNERS 4096
+#define CMD "kiln registry"
+
+/* Where the results go: stdout, or -o FILE (common/outfile.h). */
+static FILE *out;
 
 struct opts {
 	const char *db;
@@ -25,11 +33,28 @@ struct opts {
 	char dbbuf[PATH_MAX];
 };
 
-static void usage(FILE *out)
+enum { OPT_DB = 1, OPT_JSON, OPT_OUTPUT, OPT_ROOT, OPT_CLOSURE, OPT_ESSENTIAL, OPT_PROFILE };
+
+static const struct cliopt options[] = {
+	{ "db", 0, "FILE", OPT_DB, "the registry database (default: $KILN_DB, the\n"
+				   "configuration's 'registry' (man 5 kiln), else\n"
+				   "$XDG_CACHE_HOME/kiln/registry.db or\n"
+				   "~/.cache/kiln/registry.db)" },
+	{ "json", 0, NULL, OPT_JSON, "machine-readable output" },
+	{ "output", 'o', "FILE", OPT_OUTPUT, "write the output to FILE ('-': standard output)" },
+	{ "root", 0, "DIR", OPT_ROOT, "import: the tree whose dpkg database is read" },
+	{ "closure", 0, NULL, OPT_CLOSURE, "deps: the transitive closure" },
+	{ "essential", 0, NULL, OPT_ESSENTIAL, "deps --closure: add the profile's base set" },
+	{ "profile", 0, "host|chroot", OPT_PROFILE, "deps --closure: how alternatives are chosen" },
+	{ 0 },
+};
+
+static void usage(FILE *f)
 {
-	fprintf(out,
-		"usage: kiln registry [--db FILE] [--json] COMMAND [ARGS...]\n"
+	fprintf(f,
+		"usage: kiln registry [OPTIONS] COMMAND [ARGS...]\n"
 		"\n"
+		"commands:\n"
 		"  import dpkg [--root DIR]        import the dpkg database of DIR (default /)\n"
 		"  import manifest [--root DIR] FILE...\n"
 		"                                  import kiln manifests (docs/registry.md)\n"
@@ -42,30 +67,31 @@ static void usage(FILE *out)
 		"                                  clean buildd chroot; --essential adds the\n"
 		"                                  profile's base set, docs/profiles.md)\n"
 		"  rdeps PKG                       packages that depend on PKG\n"
+		"  packages [PREFIX]               names of the installed packages (that start\n"
+		"                                  with PREFIX)\n"
 		"  stats                           what the registry holds\n"
 		"\n"
-		"--db FILE   the registry database (default: $KILN_DB, else\n"
-		"            $XDG_CACHE_HOME/kiln/registry.db or ~/.cache/kiln/registry.db)\n"
-		"--json      machine-readable output\n");
+		"Options go anywhere on the line:\n");
+	cliopt_print_options(f, options);
 }
 
 static void json_str(const char *s)
 {
-	putchar('"');
+	putc('"', out);
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 		if (c == '"' || c == '\\')
-			printf("\\%c", c);
+			fprintf(out, "\\%c", c);
 		else if (c == '\n')
-			fputs("\\n", stdout);
+			fputs("\\n", out);
 		else if (c == '\t')
-			fputs("\\t", stdout);
+			fputs("\\t", out);
 		else if (c < 0x20)
-			printf("\\u%04x", c);
+			fprintf(out, "\\u%04x", c);
 		else
-			putchar(c);
+			putc(c, out);
 	}
-	putchar('"');
+	putc('"', out);
 }
 
 static const char *kind_name(int kind)
@@ -100,8 +126,7 @@ static void warn_cb(void *ctx, const char *msg)
 static int cmd_import(struct opts *o)
 {
 	if (o->nargs < 1) {
-		fprintf(stderr, "kiln registry import: say what to import: 'dpkg' or 'manifest FILE...'\n");
-		return 2;
+		return cliopt_usage_for(stderr, CMD, "import: say what to import: 'dpkg' or 'manifest FILE...'");
 	}
 	char root[PATH_MAX];
 	struct registry_import_opts io = { .warn = warn_cb };
@@ -120,20 +145,17 @@ static int cmd_import(struct opts *o)
 	const char *what = o->args[0];
 	if (!strcmp(what, "dpkg")) {
 		if (o->nargs != 1) {
-			fprintf(stderr, "kiln registry import dpkg: unexpected argument '%s'\n", o->args[1]);
-			return 2;
+			return cliopt_usage_for(stderr, CMD, "import dpkg: unexpected argument '%s'", o->args[1]);
 		}
 		rc = registry_import_dpkg(o->db, &io, &res, err, sizeof err);
 	} else if (!strcmp(what, "manifest")) {
 		if (o->nargs < 2) {
-			fprintf(stderr, "kiln registry import manifest: name at least one FILE\n");
-			return 2;
+			return cliopt_usage_for(stderr, CMD, "import manifest: name at least one FILE");
 		}
 		rc = registry_import_manifests(o->db, (const char *const *)o->args + 1,
 					       (size_t)o->nargs - 1, &io, &res, err, sizeof err);
 	} else {
-		fprintf(stderr, "kiln registry import: unknown source '%s' (dpkg or manifest)\n", what);
-		return 2;
+		return cliopt_usage_for(stderr, CMD, "import: unknown source '%s' (dpkg or manifest)", what);
 	}
 	if (rc) {
 		fprintf(stderr, "kiln registry: import failed, %s left unchanged: %s\n", o->db, err);
@@ -142,21 +164,21 @@ static int cmd_import(struct opts *o)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	if (o->json) {
-		printf("{\"db\": ");
+		fprintf(out, "{\"db\": ");
 		json_str(o->db);
-		printf(", \"packages\": %ld, \"files\": %ld, \"diverted\": %ld, \"skipped\": %ld, "
+		fprintf(out, ", \"packages\": %ld, \"files\": %ld, \"diverted\": %ld, \"skipped\": %ld, "
 		       "\"missing_lists\": %ld, \"kept\": %ld, \"seconds\": %.3f}\n",
 		       res.packages, res.files, res.diverted, res.skipped, res.missing_lists, res.kept,
 		       secs);
 	} else {
-		printf("imported %ld packages, %ld files (%ld diverted) into %s in %.2f s\n",
+		fprintf(out, "imported %ld packages, %ld files (%ld diverted) into %s in %.2f s\n",
 		       res.packages, res.files, res.diverted, o->db, secs);
 		if (res.skipped)
-			printf("skipped %ld packages that are not installed\n", res.skipped);
+			fprintf(out, "skipped %ld packages that are not installed\n", res.skipped);
 		if (res.kept)
-			printf("kept %ld packages of other origins\n", res.kept);
+			fprintf(out, "kept %ld packages of other origins\n", res.kept);
 		if (res.missing_lists)
-			printf("%ld installed packages had no file list\n", res.missing_lists);
+			fprintf(out, "%ld installed packages had no file list\n", res.missing_lists);
 	}
 	return 0;
 }
@@ -166,8 +188,7 @@ static int cmd_import(struct opts *o)
 static int cmd_owner(struct opts *o)
 {
 	if (o->nargs < 1) {
-		fprintf(stderr, "kiln registry owner: name at least one PATH\n");
-		return 2;
+		return cliopt_usage_for(stderr, CMD, "owner: name at least one PATH");
 	}
 	struct kiln_registry *reg = open_ro(o);
 	if (!reg)
@@ -177,7 +198,7 @@ static int cmd_owner(struct opts *o)
 	static int64_t ids[MAX_OWNERS];
 	int status = 0;
 	if (o->json)
-		printf("[");
+		fprintf(out, "[");
 	for (int i = 0; i < o->nargs; i++) {
 		char path[PATH_MAX];
 		if (canon_path(&canon, o->args[i], path, sizeof path)) {
@@ -193,27 +214,27 @@ static int cmd_owner(struct opts *o)
 		if (n > MAX_OWNERS)
 			n = MAX_OWNERS;
 		if (o->json) {
-			printf("%s\n {\"path\": ", i ? "," : "");
+			fprintf(out, "%s\n {\"path\": ", i ? "," : "");
 			json_str(o->args[i]);
-			printf(", \"canonical\": ");
+			fprintf(out, ", \"canonical\": ");
 			json_str(path);
-			printf(", \"owners\": [");
+			fprintf(out, ", \"owners\": [");
 			for (int j = 0; j < n; j++) {
 				char name[256];
-				printf("%s", j ? ", " : "");
+				fprintf(out, "%s", j ? ", " : "");
 				json_str(registry_package_name(reg, ids[j], name, sizeof name));
 			}
-			printf("]}");
+			fprintf(out, "]}");
 		} else if (n) {
 			for (int j = 0; j < n; j++) {
 				char name[256];
-				printf("%s%s", j ? ", " : "",
+				fprintf(out, "%s%s", j ? ", " : "",
 				       registry_package_name(reg, ids[j], name, sizeof name));
 			}
 			if (strcmp(path, o->args[i]))
-				printf(": %s -> %s\n", o->args[i], path);
+				fprintf(out, ": %s -> %s\n", o->args[i], path);
 			else
-				printf(": %s\n", path);
+				fprintf(out, ": %s\n", path);
 		}
 		if (!n) {
 			if (!o->json)
@@ -224,7 +245,7 @@ static int cmd_owner(struct opts *o)
 		}
 	}
 	if (o->json)
-		printf("\n]\n");
+		fprintf(out, "\n]\n");
 	canon_free(&canon);
 	registry_close(reg);
 	return status;
@@ -269,7 +290,7 @@ static struct kiln_registry *open_one_package(struct opts *o, const char *cmd, i
 {
 	*rc = 2;
 	if (o->nargs != 1) {
-		fprintf(stderr, "kiln registry %s: name one PKG\n", cmd);
+		cliopt_usage_for(stderr, CMD, "%s: name one PKG", cmd);
 		return NULL;
 	}
 	*rc = 1;
@@ -296,17 +317,17 @@ static int print_file(void *ctx, const char *listed, const char *canonical, int 
 {
 	struct files_ctx *f = ctx;
 	if (f->json) {
-		printf("%s\n {\"listed\": ", f->count ? "," : "");
+		fprintf(out, "%s\n {\"listed\": ", f->count ? "," : "");
 		json_str(listed);
-		printf(", \"canonical\": ");
+		fprintf(out, ", \"canonical\": ");
 		json_str(canonical);
-		printf(", \"kind\": \"%s\", \"diverted\": %s}", kind_name(kind), diverted ? "true" : "false");
+		fprintf(out, ", \"kind\": \"%s\", \"diverted\": %s}", kind_name(kind), diverted ? "true" : "false");
 	} else if (diverted) {
-		printf("%s  (diverted to %s)\n", listed, canonical);
+		fprintf(out, "%s  (diverted to %s)\n", listed, canonical);
 	} else if (strcmp(listed, canonical)) {
-		printf("%s  (canonical %s)\n", listed, canonical);
+		fprintf(out, "%s  (canonical %s)\n", listed, canonical);
 	} else {
-		printf("%s\n", listed);
+		fprintf(out, "%s\n", listed);
 	}
 	f->count++;
 	return 0;
@@ -321,12 +342,14 @@ static int cmd_files(struct opts *o)
 		return rc;
 	struct files_ctx f = { o->json, 0 };
 	if (o->json)
-		printf("[");
+		fprintf(out, "[");
 	for (int i = 0; i < n; i++)
 		if (registry_each_file(reg, ids[i], print_file, &f) < 0)
 			return db_fail(reg);
 	if (o->json)
-		printf("\n]\n");
+		fprintf(out, "\n]\n");
+	if (!f.count)
+		fprintf(stderr, CMD ": package %s lists no files\n", o->args[0]);
 	registry_close(reg);
 	return 0;
 }
@@ -350,43 +373,43 @@ static int print_dep(void *ctx, const struct registry_dep *d)
 	if (n > 64)
 		n = 64;
 	if (c->json) {
-		printf("%s\n {\"field\": \"%s\", \"clause\": %d, \"alt\": %d, \"name\": ",
+		fprintf(out, "%s\n {\"field\": \"%s\", \"clause\": %d, \"alt\": %d, \"name\": ",
 		       c->count ? "," : "", field[d->type & 1], d->clause, d->alt);
 		json_str(d->name);
-		printf(", \"arch\": ");
+		fprintf(out, ", \"arch\": ");
 		json_str(d->archq);
-		printf(", \"version\": ");
+		fprintf(out, ", \"version\": ");
 		json_str(d->version);
-		printf(", \"satisfied_by\": [");
+		fprintf(out, ", \"satisfied_by\": [");
 		for (int i = 0; i < n; i++) {
 			char name[256];
-			printf("%s", i ? ", " : "");
+			fprintf(out, "%s", i ? ", " : "");
 			json_str(registry_package_name(c->reg, ids[i], name, sizeof name));
 		}
-		printf("]}");
+		fprintf(out, "]}");
 	} else {
 		if (d->type != c->type || d->clause != c->clause) {
 			if (c->count)
-				printf("\n");
-			printf("%s: ", field[d->type & 1]);
+				fprintf(out, "\n");
+			fprintf(out, "%s: ", field[d->type & 1]);
 		} else {
-			printf(" | ");
+			fprintf(out, " | ");
 		}
-		printf("%s%s%s", d->name, *d->archq ? ":" : "", d->archq);
+		fprintf(out, "%s%s%s", d->name, *d->archq ? ":" : "", d->archq);
 		if (*d->version)
-			printf(" (%s)", d->version);
+			fprintf(out, " (%s)", d->version);
 		/* Name what satisfies the atom unless it is the package of that name. */
 		char first[256];
 		if (n == 0)
-			printf(" [not installed]");
+			fprintf(out, " [not installed]");
 		else if (n > 1 || strcmp(d->name, registry_package_name(c->reg, ids[0], first,
 									sizeof first))) {
 			for (int i = 0; i < n; i++) {
 				char name[256];
-				printf("%s%s", i ? ", " : " [",
+				fprintf(out, "%s%s", i ? ", " : " [",
 				       registry_package_name(c->reg, ids[i], name, sizeof name));
 			}
-			printf("]");
+			fprintf(out, "]");
 		}
 	}
 	c->type = d->type;
@@ -408,22 +431,22 @@ static int print_name_list(struct kiln_registry *reg, const char *key, const cha
 		registry_package_name(reg, set->ids[i], names[i], sizeof names[i]);
 	qsort(names, set->n, sizeof *names, (int (*)(const void *, const void *))strcmp);
 	if (json) {
-		printf("{\"package\": ");
+		fprintf(out, "{\"package\": ");
 		json_str(pkg);
-		printf(", \"%s\": [", key);
+		fprintf(out, ", \"%s\": [", key);
 	}
 	for (size_t i = 0; i < set->n; i++) {
 		if (i && !strcmp(names[i], names[i - 1]))
 			continue; /* one name, several architectures */
 		if (json) {
-			printf("%s", i ? ", " : "");
+			fprintf(out, "%s", i ? ", " : "");
 			json_str(names[i]);
 		} else {
-			printf("%s\n", names[i]);
+			fprintf(out, "%s\n", names[i]);
 		}
 	}
 	if (json)
-		printf("]}\n");
+		fprintf(out, "]}\n");
 	free(names);
 	return 0;
 }
@@ -433,8 +456,7 @@ static int print_name_list(struct kiln_registry *reg, const char *key, const cha
 static int cmd_closure(struct opts *o)
 {
 	if (o->nargs != 1) {
-		fprintf(stderr, "kiln registry deps: name one PKG\n");
-		return 2;
+		return cliopt_usage_for(stderr, CMD, "deps: name one PKG");
 	}
 	struct kiln_registry *reg = open_ro(o);
 	if (!reg)
@@ -474,15 +496,20 @@ static int cmd_deps(struct opts *o)
 		return rc;
 	{
 		struct deps_ctx c = { reg, o->json, -1, -1, 0 };
-		if (o->json)
-			printf("{\"package\": \"%s\", \"depends\": [", o->args[0]);
+		if (o->json) {
+			fprintf(out, "{\"package\": ");
+			json_str(o->args[0]);
+			fprintf(out, ", \"depends\": [");
+		}
 		for (int i = 0; i < n; i++)
 			if (registry_each_dep(reg, ids[i], print_dep, &c) < 0)
 				return db_fail(reg);
 		if (o->json)
-			printf("\n]}\n");
+			fprintf(out, "\n]}\n");
 		else if (c.count)
-			printf("\n");
+			fprintf(out, "\n");
+		if (!c.count)
+			fprintf(stderr, CMD ": package %s has no Depends or Pre-Depends\n", o->args[0]);
 	}
 	registry_close(reg);
 	return rc;
@@ -507,16 +534,63 @@ static int cmd_rdeps(struct opts *o)
 		registry_pkgset_free(&set);
 	}
 	rc = print_name_list(reg, "rdeps", o->args[0], &all, o->json);
+	if (!rc && !all.n)
+		fprintf(stderr, CMD ": no installed package depends on %s\n", o->args[0]);
 	registry_pkgset_free(&all);
 	registry_close(reg);
 	return rc;
 }
 
+struct names_ctx {
+	const char *prefix;
+	size_t plen;
+	bool json;
+	long count;
+};
+
+static int print_package_name(void *ctx, const char *name)
+{
+	struct names_ctx *c = ctx;
+	if (strncmp(name, c->prefix, c->plen))
+		return 0;
+	if (c->json) {
+		fprintf(out, "%s", c->count ? ", " : "");
+		json_str(name);
+	} else {
+		fprintf(out, "%s\n", name);
+	}
+	c->count++;
+	return 0;
+}
+
+/* packages [PREFIX]: for people and for the shell's completion. */
+static int cmd_packages(struct opts *o)
+{
+	if (o->nargs > 1)
+		return cliopt_usage_for(stderr, CMD, "packages: unexpected argument '%s'", o->args[1]);
+	struct kiln_registry *reg = open_ro(o);
+	if (!reg)
+		return 1;
+	struct names_ctx c = { o->nargs ? o->args[0] : "", 0, o->json, 0 };
+	c.plen = strlen(c.prefix);
+	if (o->json)
+		fprintf(out, "[");
+	if (registry_each_package_name(reg, print_package_name, &c) < 0)
+		return db_fail(reg);
+	if (o->json)
+		fprintf(out, "]\n");
+	if (!c.count && *c.prefix)
+		fprintf(stderr, CMD ": no installed package name starts with '%s'\n", c.prefix);
+	else if (!c.count)
+		fprintf(stderr, CMD ": %s holds no packages\n", o->db);
+	registry_close(reg);
+	return 0;
+}
+
 static int cmd_stats(struct opts *o)
 {
 	if (o->nargs) {
-		fprintf(stderr, "kiln registry stats: unexpected argument '%s'\n", o->args[0]);
-		return 2;
+		return cliopt_usage_for(stderr, CMD, "stats: unexpected argument '%s'", o->args[0]);
 	}
 	struct kiln_registry *reg = open_ro(o);
 	if (!reg)
@@ -525,87 +599,115 @@ static int cmd_stats(struct opts *o)
 	if (registry_get_stats(reg, &s))
 		return db_fail(reg);
 	if (o->json) {
-		printf("{\"db\": ");
+		fprintf(out, "{\"db\": ");
 		json_str(o->db);
-		printf(", \"schema_version\": %d, \"packages\": %lld, \"essential\": %lld, "
+		fprintf(out, ", \"schema_version\": %d, \"packages\": %lld, \"essential\": %lld, "
 		       "\"required\": %lld, \"file_rows\": %lld, \"paths\": %lld, \"diverted\": %lld, \"deps\": %lld, "
 		       "\"provides\": %lld, \"dpkg_root\": ",
 		       s.schema_version, (long long)s.packages, (long long)s.essential,
 		       (long long)s.required, (long long)s.file_rows, (long long)s.paths, (long long)s.diverted,
 		       (long long)s.deps, (long long)s.provides);
 		json_str(s.dpkg_root);
-		printf(", \"dpkg_imported_at\": ");
+		fprintf(out, ", \"dpkg_imported_at\": ");
 		json_str(s.dpkg_imported_at);
-		printf(", \"manifest_imported_at\": ");
+		fprintf(out, ", \"manifest_imported_at\": ");
 		json_str(s.manifest_imported_at);
-		printf("}\n");
+		fprintf(out, "}\n");
 	} else {
-		printf("database:       %s (schema %d)\n", o->db, s.schema_version);
-		printf("packages:       %lld (%lld essential, %lld Priority: required)\n",
+		fprintf(out, "database:       %s (schema %d)\n", o->db, s.schema_version);
+		fprintf(out, "packages:       %lld (%lld essential, %lld Priority: required)\n",
 		       (long long)s.packages, (long long)s.essential, (long long)s.required);
-		printf("file entries:   %lld (%lld distinct paths, %lld diverted)\n",
+		fprintf(out, "file entries:   %lld (%lld distinct paths, %lld diverted)\n",
 		       (long long)s.file_rows, (long long)s.paths, (long long)s.diverted);
-		printf("dependencies:   %lld atoms, %lld provides\n", (long long)s.deps,
+		fprintf(out, "dependencies:   %lld atoms, %lld provides\n", (long long)s.deps,
 		       (long long)s.provides);
 		if (*s.dpkg_root)
-			printf("dpkg import:    root %s at %s\n", s.dpkg_root, s.dpkg_imported_at);
+			fprintf(out, "dpkg import:    root %s at %s\n", s.dpkg_root, s.dpkg_imported_at);
 		if (*s.manifest_imported_at)
-			printf("manifest import: at %s\n", s.manifest_imported_at);
+			fprintf(out, "manifest import: at %s\n", s.manifest_imported_at);
 	}
 	registry_close(reg);
 	return 0;
 }
 
+static const struct {
+	const char *name;
+	int (*run)(struct opts *o);
+} commands[] = {
+	{ "import", cmd_import }, { "owner", cmd_owner },	{ "files", cmd_files },
+	{ "deps", cmd_deps },	  { "rdeps", cmd_rdeps },	{ "packages", cmd_packages },
+	{ "stats", cmd_stats },
+};
+
+/* Runs the command with its output to -o FILE when there is one: written
+ * only if the command succeeds (nothing half-written). */
+static int run_to_output(int (*run)(struct opts *o), struct opts *o, const char *output)
+{
+	out = stdout;
+	if (!output || !strcmp(output, "-"))
+		return run(o);
+	struct outfile file;
+	char err[PATH_MAX + 256];
+	if (!(out = outfile_fopen(&file, AT_FDCWD, output, -1, 0, err, sizeof err))) {
+		fprintf(stderr, CMD ": -o: %s\n", err);
+		return 1;
+	}
+	int rc = run(o);
+	if (rc) {
+		outfile_abort(&file);
+	} else if (outfile_commit(&file, err, sizeof err)) {
+		fprintf(stderr, CMD ": -o: %s\n", err);
+		rc = 1;
+	}
+	out = stdout;
+	return rc;
+}
+
 int cmd_registry(int argc, char **argv)
 {
 	struct opts o = { 0 };
+	const char *output = NULL;
 	char **pos = calloc((size_t)argc + 1, sizeof *pos);
 	if (!pos)
 		return 1;
-	int npos = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+	int npos = 0, rc = CLIOPT_EXIT_USAGE;
+	struct cliparse p;
+	cliopt_init(&p, CMD, options, argc, argv, CLIOPT_PERMUTE, stderr);
+	for (int id; (id = cliopt_next(&p)) != CLIOPT_END;) {
+		switch (id) {
+		case CLIOPT_ERROR:
+			goto done;
+		case CLIOPT_HELP:
 			usage(stdout);
-			free(pos);
-			return 0;
-		} else if (!strcmp(a, "--json")) {
-			o.json = true;
-		} else if (!strcmp(a, "--closure")) {
-			o.closure = true;
-		} else if (!strcmp(a, "--essential")) {
-			o.essential = true;
-		} else if (!strcmp(a, "--db") || !strcmp(a, "--root") || !strcmp(a, "--profile")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "kiln registry: %s needs an argument\n", a);
-				free(pos);
-				return 2;
-			}
-			*(!strcmp(a, "--db") ? &o.db : !strcmp(a, "--root") ? &o.root : &o.profile) =
-				argv[++i];
-		} else if (!strncmp(a, "--profile=", 10)) {
-			o.profile = a + 10;
-		} else if (!strncmp(a, "--db=", 5)) {
-			o.db = a + 5;
-		} else if (!strncmp(a, "--root=", 7)) {
-			o.root = a + 7;
-		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "kiln registry: unknown option '%s'\n", a);
-			usage(stderr);
-			free(pos);
-			return 2;
-		} else {
-			pos[npos++] = argv[i];
+			rc = 0;
+			goto done;
+		case CLIOPT_VERSION:
+			cliopt_print_version(stdout);
+			rc = 0;
+			goto done;
+		case CLIOPT_ARG: pos[npos++] = (char *)p.value; break;
+		case OPT_DB: o.db = p.value; break;
+		case OPT_JSON: o.json = true; break;
+		case OPT_OUTPUT: output = p.value; break;
+		case OPT_ROOT: o.root = p.value; break;
+		case OPT_CLOSURE: o.closure = true; break;
+		case OPT_ESSENTIAL: o.essential = true; break;
+		case OPT_PROFILE: o.profile = p.value; break;
 		}
 	}
 	if (npos == 0) {
-		usage(stderr);
-		free(pos);
-		return 2;
+		cliopt_usage(&p, "no command given");
+		goto done;
 	}
-	if (!o.db)
-		o.db = registry_default_path(o.dbbuf, sizeof o.dbbuf);
 	const char *cmd = pos[0];
+	int c = -1;
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		if (!strcmp(cmd, commands[i].name))
+			c = (int)i;
+	if (c < 0) {
+		cliopt_usage(&p, "unknown command '%s'", cmd);
+		goto done;
+	}
 	/* Options are accepted anywhere on the line; refuse the ones that do
 	 * not belong to this command rather than ignore them. */
 	const char *misplaced = NULL;
@@ -618,34 +720,32 @@ int cmd_registry(int argc, char **argv)
 	else if (o.profile && (strcmp(cmd, "deps") || !o.closure))
 		misplaced = "--profile";
 	if (o.profile && strcmp(o.profile, "host") && strcmp(o.profile, "chroot")) {
-		fprintf(stderr, "kiln registry: --profile takes host or chroot, not '%s'\n", o.profile);
-		free(pos);
-		return 2;
+		cliopt_usage(&p, "--profile takes host or chroot, not '%s'", o.profile);
+		goto done;
 	}
 	if (misplaced) {
-		fprintf(stderr, "kiln registry: %s does not apply to '%s'%s\n", misplaced, cmd,
-			!strcmp(cmd, "deps") ? " without --closure" : "");
-		free(pos);
-		return 2;
+		cliopt_usage(&p, "%s does not apply to '%s'%s", misplaced, cmd,
+			     !strcmp(cmd, "deps") ? " without --closure" : "");
+		goto done;
 	}
+	if (output) {
+		char err[PATH_MAX + 256];
+		if (outfile_check(AT_FDCWD, output, 0, err, sizeof err) < 0) {
+			fprintf(stderr, CMD ": -o: %s\n", err);
+			rc = CLIOPT_EXIT_USAGE;
+			goto done;
+		}
+	}
+	if (!o.db && cli_default_db(o.dbbuf, sizeof o.dbbuf, CMD, stderr) < 0) {
+		rc = CLIOPT_EXIT_USAGE;
+		goto done;
+	}
+	if (!o.db)
+		o.db = o.dbbuf;
 	o.args = pos + 1;
 	o.nargs = npos - 1;
-	static const struct {
-		const char *name;
-		int (*run)(struct opts *o);
-	} cmds[] = {
-		{ "import", cmd_import }, { "owner", cmd_owner }, { "files", cmd_files },
-		{ "deps", cmd_deps },     { "rdeps", cmd_rdeps }, { "stats", cmd_stats },
-	};
-	int rc = -1;
-	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-		if (!strcmp(cmd, cmds[i].name))
-			rc = cmds[i].run(&o);
-	if (rc == -1) {
-		fprintf(stderr, "kiln registry: unknown command '%s'\n", cmd);
-		usage(stderr);
-		rc = 2;
-	}
+	rc = run_to_output(commands[c].run, &o, output);
+done:
 	free(pos);
 	return rc;
 }

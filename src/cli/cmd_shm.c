@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,8 +9,20 @@
 
 #include "cli/commands.h"
 #include "cli/cmd_shm_demo.h"
+#include "common/cliopt.h"
 #include "common/outfile.h"
 #include "shm/shmmap.h"
+
+#define CMD "kiln shm"
+
+enum { OPT_INITIAL = 1, OPT_MAX, OPT_ROOT_BITS, OPT_SUBTRIE_BITS };
+static const struct cliopt create_opts[] = {
+	{ "initial", 0, "SIZE", OPT_INITIAL, "create: the file's first size" },
+	{ "max", 0, "SIZE", OPT_MAX, "create: the most it may grow to" },
+	{ "root-bits", 0, "N", OPT_ROOT_BITS, "create: 2^N slots in the root table" },
+	{ "subtrie-bits", 0, "N", OPT_SUBTRIE_BITS, "create: 2^N slots in each subtrie" },
+	{ 0 },
+};
 
 static void usage(FILE *out)
 {
@@ -24,9 +35,12 @@ static void usage(FILE *out)
 		"       kiln shm put PATH KEY VALUE\n"
 		"       kiln shm demo [--procs N] [--threads N] [--keys N] [--map PATH] [--max SIZE]\n"
 		"\n"
-		"SIZE takes a K, M or G suffix (powers of 1024). Keys given on the command\n"
-		"line are byte strings without the terminating NUL; values are unsigned\n"
-		"64-bit numbers (decimal or 0x hex).\n");
+		"The shared-memory map of trace mode's verdict cache (docs/shm.md), for kiln's\n"
+		"developers. SIZE takes a K, M or G suffix (powers of 1024). Keys given on the\n"
+		"command line are byte strings without the terminating NUL; values are\n"
+		"unsigned 64-bit numbers (decimal or 0x hex); 'kiln shm demo --help' has the\n"
+		"demo's options.\n\noptions:\n");
+	cliopt_print_options(out, create_opts);
 }
 
 int shm_parse_size(const char *s, uint64_t *out)
@@ -64,55 +78,48 @@ static int attach_or_complain(struct shmmap *m, const char *path, int mode)
 
 static int do_create(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "initial", required_argument, NULL, 'i' },
-		{ "max", required_argument, NULL, 'm' },
-		{ "root-bits", required_argument, NULL, 'r' },
-		{ "subtrie-bits", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+	const struct cliopt *opts = create_opts;
 	struct shmmap_params p = { 0 };
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	const char *path = NULL;
+	struct cliparse cp;
+	cliopt_init(&cp, CMD, opts, argc, argv, CLIOPT_PERMUTE, stderr);
+	for (int id; (id = cliopt_next(&cp)) != CLIOPT_END;) {
 		uint64_t v;
-		switch (c) {
-		case 'i':
-		case 'm':
-		case 'r':
-		case 's':
-			if (shm_parse_size(optarg, &v) != 0) {
-				fprintf(stderr, "kiln shm create: bad number '%s'\n", optarg);
-				return 2;
-			}
-			if (c == 'i')
+		switch (id) {
+		case CLIOPT_ERROR:
+			return CLIOPT_EXIT_USAGE;
+		case CLIOPT_HELP:
+			usage(stdout);
+			return 0;
+		case CLIOPT_VERSION:
+			cliopt_print_version(stdout);
+			return 0;
+		case CLIOPT_ARG:
+			if (path)
+				return cliopt_usage(&cp, "create: unexpected argument '%s'", cp.value);
+			path = cp.value;
+			break;
+		default:
+			if (shm_parse_size(cp.value, &v) != 0)
+				return cliopt_usage(&cp, "create: %s: bad number '%s'", cp.opt, cp.value);
+			if (id == OPT_INITIAL)
 				p.initial_size = v;
-			else if (c == 'm')
+			else if (id == OPT_MAX)
 				p.max_size = v;
-			else if (c == 'r')
+			else if (id == OPT_ROOT_BITS)
 				p.root_bits = (unsigned)v;
 			else
 				p.subtrie_bits = (unsigned)v;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
 		}
 	}
-	if (optind != argc - 1) {
-		usage(stderr);
-		return 2;
-	}
+	if (!path)
+		return cliopt_usage(&cp, "create: name the map's PATH");
 	struct shmmap m;
 	char err[PATH_MAX + 256];
 	/* A map is a new regular file: "-", an existing name (even a symlink)
 	 * and a missing directory are refused up front (docs/output-files.md). */
 	struct outfile_dest dest; /* a dangling symlink: its target is created */
-	if (outfile_resolve(AT_FDCWD, argv[optind], OUTFILE_REGULAR_ONLY | OUTFILE_NO_REPLACE, &dest, err,
+	if (outfile_resolve(AT_FDCWD, path, OUTFILE_REGULAR_ONLY | OUTFILE_NO_REPLACE, &dest, err,
 			    sizeof err)) {
 		fprintf(stderr, "kiln shm create: %s\n", err);
 		return 1;
@@ -124,7 +131,7 @@ static int do_create(int argc, char **argv)
 	struct shmmap_stats st;
 	shmmap_stats(&m, &st);
 	printf("%s: created, %llu bytes committed, maximum %llu, root 2^%u slots, subtries 2^%u\n",
-	       argv[optind], (unsigned long long)st.bytes_committed,
+	       path, (unsigned long long)st.bytes_committed,
 	       (unsigned long long)st.max_size, st.root_bits, st.subtrie_bits);
 	shmmap_detach(&m);
 	return 0;
@@ -226,8 +233,7 @@ static int do_put(const char *path, const char *key, const char *value)
 	errno = 0;
 	v = strtoull(value, &end, 0);
 	if (errno || *end || end == value || *value == '-') {
-		fprintf(stderr, "kiln shm put: bad value '%s'\n", value);
-		return 2;
+		return cliopt_usage_for(stderr, CMD, "put: bad value '%s'", value);
 	}
 	struct shmmap m;
 	if (attach_or_complain(&m, path, SHMMAP_RDWR) != 0)
@@ -250,28 +256,70 @@ static int do_put(const char *path, const char *key, const char *value)
 
 int cmd_shm(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
+	static const struct {
+		const char *name;
+		int nargs; /* after the name; -1: its own options */
+	} subs[] = { { "create", -1 }, { "demo", -1 }, { "stats", 1 }, { "validate", 1 },
+		     { "dump", 1 },     { "get", 2 },	{ "put", 3 } };
+	static const char *const argnames[] = { "PATH", "KEY", "VALUE" };
+	static const struct cliopt none[] = { { 0 } };
+	struct cliparse p;
+	cliopt_init(&p, CMD, none, argc, argv, CLIOPT_IN_ORDER, stderr);
+	switch (cliopt_next(&p)) {
+	case CLIOPT_ERROR:
+		return CLIOPT_EXIT_USAGE;
+	case CLIOPT_HELP:
+		usage(stdout);
+		return 0;
+	case CLIOPT_VERSION:
+		cliopt_print_version(stdout);
+		return 0;
 	}
-	const char *sub = argv[1];
-	if (!strcmp(sub, "create"))
-		return do_create(argc - 1, argv + 1);
-	if (!strcmp(sub, "demo"))
-		return shm_demo(argc - 1, argv + 1);
-	if (!strcmp(sub, "stats") && argc == 3)
-		return do_stats(argv[2]);
-	if (!strcmp(sub, "validate") && argc == 3)
-		return do_validate(argv[2]);
-	if (!strcmp(sub, "dump") && argc == 3)
-		return do_dump(argv[2]);
-	if (!strcmp(sub, "get") && argc == 4)
-		return do_get(argv[2], argv[3]);
-	if (!strcmp(sub, "put") && argc == 5)
-		return do_put(argv[2], argv[3], argv[4]);
-	if (strcmp(sub, "stats") && strcmp(sub, "validate") && strcmp(sub, "dump") &&
-	    strcmp(sub, "get") && strcmp(sub, "put"))
-		fprintf(stderr, "kiln shm: unknown subcommand '%s'\n", sub);
-	usage(stderr);
-	return 2;
+	char **rest = cliopt_rest(&p);
+	int n = cliopt_nrest(&p);
+	if (n < 1)
+		return cliopt_usage(&p, "no command given");
+	const char *sub = rest[0];
+	size_t i = 0;
+	while (i < sizeof subs / sizeof subs[0] && strcmp(sub, subs[i].name))
+		i++;
+	if (i == sizeof subs / sizeof subs[0])
+		return cliopt_usage(&p, "unknown command '%s'", sub);
+	if (subs[i].nargs < 0)
+		return !strcmp(sub, "create") ? do_create(n, rest) : shm_demo(n, rest);
+	/* The others take no options but the common ones. */
+	struct cliparse q;
+	char **args = calloc((size_t)n + 1, sizeof *args);
+	if (!args)
+		return 1;
+	int nargs = 0, rc = -1;
+	cliopt_init(&q, CMD, none, n, rest, CLIOPT_PERMUTE, stderr);
+	for (int id; rc < 0 && (id = cliopt_next(&q)) != CLIOPT_END;) {
+		if (id == CLIOPT_ARG)
+			args[nargs++] = (char *)q.value;
+		else if (id == CLIOPT_HELP)
+			usage(stdout), rc = 0;
+		else if (id == CLIOPT_VERSION)
+			cliopt_print_version(stdout), rc = 0;
+		else
+			rc = CLIOPT_EXIT_USAGE;
+	}
+	if (rc < 0 && nargs < subs[i].nargs)
+		rc = cliopt_usage(&q, "%s: name its %s", sub, argnames[nargs]);
+	else if (rc < 0 && nargs > subs[i].nargs)
+		rc = cliopt_usage(&q, "%s: unexpected argument '%s'", sub, args[subs[i].nargs]);
+	if (rc < 0) {
+		if (!strcmp(sub, "stats"))
+			rc = do_stats(args[0]);
+		else if (!strcmp(sub, "validate"))
+			rc = do_validate(args[0]);
+		else if (!strcmp(sub, "dump"))
+			rc = do_dump(args[0]);
+		else if (!strcmp(sub, "get"))
+			rc = do_get(args[0], args[1]);
+		else
+			rc = do_put(args[0], args[1], args[2]);
+	}
+	free(args);
+	return rc;
 }

@@ -2,7 +2,6 @@
  * path-like keys into one map (first writer wins), then every thread looks
  * every key up again; the parent prints what happened and validates the map. */
 #include <errno.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/cmd_shm_demo.h"
+#include "common/cliopt.h"
 #include "shm/shmmap.h"
 
 struct tally {
@@ -129,46 +129,60 @@ static const char *human(uint64_t n, char *buf, size_t cap)
 	return buf;
 }
 
+#define CMD "kiln shm"
+
 int shm_demo(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "procs", required_argument, NULL, 'p' },
-		{ "threads", required_argument, NULL, 't' },
-		{ "keys", required_argument, NULL, 'k' },
-		{ "map", required_argument, NULL, 'M' },
-		{ "max", required_argument, NULL, 'x' },
-		{ "help", no_argument, NULL, 'h' },
+	enum { OPT_PROCS = 1, OPT_THREADS, OPT_KEYS, OPT_MAP, OPT_MAX };
+	static const struct cliopt opts[] = {
+		{ "procs", 0, "N", OPT_PROCS, "processes (1..64, default 4)" },
+		{ "threads", 0, "N", OPT_THREADS, "threads per process (1..64, default 2)" },
+		{ "keys", 0, "N", OPT_KEYS, "keys (1..1e8, default 100000)" },
+		{ "map", 0, "PATH", OPT_MAP, "an existing map to fill (default: a new one)" },
+		{ "max", 0, "SIZE", OPT_MAX, "the new map's maximum size (default 1G)" },
 		{ 0 },
 	};
 	struct demo d = { .procs = 4, .threads = 2, .keys = 100000 };
 	uint64_t max = 1ull << 30;
 	const char *map = NULL;
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	struct cliparse p;
+	cliopt_init(&p, CMD, opts, argc, argv, CLIOPT_PERMUTE, stderr);
+	for (int id; (id = cliopt_next(&p)) != CLIOPT_END;) {
 		uint64_t v = 0;
-		if (c != 'h' && c != 'M' && c != '?' && shm_parse_size(optarg, &v) != 0) {
-			fprintf(stderr, "kiln shm demo: bad number '%s'\n", optarg);
-			return 2;
-		}
-		switch (c) {
-		case 'p': d.procs = (unsigned)v; break;
-		case 't': d.threads = (unsigned)v; break;
-		case 'k': d.keys = v; break;
-		case 'x': max = v; break;
-		case 'M': map = optarg; break;
-		case 'h':
-			printf("usage: kiln shm demo [--procs N] [--threads N] [--keys N] [--map PATH] [--max SIZE]\n");
+		switch (id) {
+		case CLIOPT_ERROR:
+			return CLIOPT_EXIT_USAGE;
+		case CLIOPT_HELP:
+			printf("usage: kiln shm demo [OPTIONS]\n\n"
+			       "Processes and threads race to insert the same keys into one map, read\n"
+			       "them all back, and the map is validated (a stress test of src/shm).\n\n"
+			       "options:\n");
+			cliopt_print_options(stdout, opts);
 			return 0;
+		case CLIOPT_VERSION:
+			cliopt_print_version(stdout);
+			return 0;
+		case CLIOPT_ARG:
+			return cliopt_usage(&p, "demo: unexpected argument '%s'", p.value);
+		case OPT_MAP:
+			map = p.value;
+			break;
 		default:
-			return 2;
+			if (shm_parse_size(p.value, &v) != 0)
+				return cliopt_usage(&p, "demo: %s: bad number '%s'", p.opt, p.value);
+			if (id == OPT_PROCS)
+				d.procs = (unsigned)v;
+			else if (id == OPT_THREADS)
+				d.threads = (unsigned)v;
+			else if (id == OPT_KEYS)
+				d.keys = v;
+			else
+				max = v;
 		}
 	}
-	if (optind != argc || d.procs < 1 || d.procs > 64 || d.threads < 1 || d.threads > 64 ||
-	    d.keys < 1 || d.keys > 100000000) {
-		fprintf(stderr, "kiln shm demo: --procs and --threads take 1..64, --keys 1..1e8\n");
-		return 2;
-	}
+	if (d.procs < 1 || d.procs > 64 || d.threads < 1 || d.threads > 64 || d.keys < 1 ||
+	    d.keys > 100000000)
+		return cliopt_usage(&p, "demo: --procs and --threads take 1..64, --keys 1..1e8");
 
 	char dir[4096] = "", path[4200];
 	if (map) {

@@ -17,7 +17,10 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/config.h"
+#include "cli/preload_path.h"
 #include "cli/read_all.h"
+#include "common/cliopt.h"
 #include "common/outfile.h"
 #include "ipc/proto.h"
 #include "registry/fresh.h"
@@ -31,6 +34,71 @@
 /* Exit status when kiln itself fails (as env(1) and nice(1) do). */
 #define EXIT_KILN 125
 
+enum {
+	OPT_DB = 1, OPT_DEPS, OPT_CONTROL, OPT_PROFILE, OPT_KEEP_ENV, OPT_ALLOW, OPT_READ, OPT_ASK,
+	OPT_OWNED, OPT_DENY, OPT_UNKNOWN, OPT_POLICY, OPT_REPORT_ONLY, OPT_STRICT, OPT_JSON, OPT_OUTPUT,
+	OPT_LOG, OPT_REPORT, OPT_NO_REFRESH, OPT_NO_CACHE, OPT_STATS,
+};
+
+static const struct cliopt options[] = {
+	{ "db", 0, "FILE", OPT_DB, "registry database (default: as 'kiln registry':\n"
+				   "$KILN_DB, the configuration's 'registry', else\n"
+				   "$XDG_CACHE_HOME/kiln/registry.db)" },
+	{ "deps", 0, "PKG[,PKG...]", OPT_DEPS, "declared dependencies (repeatable)" },
+	{ "deps-from-control", 0, "FILE", OPT_CONTROL,
+	  "declared dependencies = Build-Depends(-Arch,-Indep)\nof a debian/control file" },
+	{ "profile", 0, "chroot|host", OPT_PROFILE,
+	  "how the closure is computed (docs/profiles.md):\n"
+	  "chroot = what a clean buildd chroot would hold\n"
+	  "(Essential + Priority: required + apt +\n"
+	  "build-essential, one alternative per dependency, as\n"
+	  "apt installs), the default with --deps-from-control;\n"
+	  "host = every installed alternative and provider,\n"
+	  "base set Essential, the default otherwise; chroot\n"
+	  "also gives the build sbuild's environment (only\n"
+	  "dpkg's build variables kept; PATH, HOME, SHELL,\n"
+	  "LC_ALL as sbuild sets them) and hides what a clean\n"
+	  "chroot does not have: files no package of the\n"
+	  "closure owns in /usr/local, /opt, /usr/lib/locale,\n"
+	  "/etc/ld.so.conf.d, and your home directory (except\n"
+	  "the build tree)" },
+	{ "keep-env", 0, "VAR", OPT_KEEP_ENV,
+	  "with --profile chroot, pass VAR through as it is\nhere (repeatable; HOME also keeps your home visible)" },
+	{ "allow", 0, "PREFIX", OPT_ALLOW, "visible and writable" },
+	{ "read", 0, "PREFIX", OPT_READ, "visible, writes refused" },
+	{ "ask", 0, "PREFIX", OPT_ASK, "the registry decides visibility, writes refused" },
+	{ "owned", 0, "PREFIX", OPT_OWNED,
+	  "visible only what a package of the closure owns,\nwrites refused" },
+	{ "deny", 0, "PREFIX", OPT_DENY, "hidden" },
+	{ "unknown", 0, "report|allow|hide", OPT_UNKNOWN,
+	  "files in ask-trees the registry does not know\n(default: report = allow and name them)" },
+	{ "policy", 0, "FILE", OPT_POLICY,
+	  "policy file (docs/policy.md), applied after the\ndefaults and before the options above" },
+	{ "report-only", 0, NULL, OPT_REPORT_ONLY, "hide and refuse nothing, report what would be" },
+	{ "strict", 0, NULL, OPT_STRICT, "exit non-zero if anything was hidden or refused" },
+	{ "json", 0, NULL, OPT_JSON,
+	  "write the report as JSON (docs/trace-report.md) to\n"
+	  "-o FILE, or standard output; the text report\n"
+	  "stays on standard error" },
+	{ "output", 'o', "FILE", OPT_OUTPUT,
+	  "write the report to FILE ('-': standard output)\n"
+	  "instead of standard error (with --json: the JSON)" },
+	{ "log", 0, "FILE", OPT_LOG, "write every path touched with its access classes" },
+	{ "report", 0, "FILE", OPT_REPORT, NULL }, /* deprecated: -o FILE */
+	{ "no-refresh", 0, NULL, OPT_NO_REFRESH,
+	  "do not re-import a registry older than the dpkg\n"
+	  "database (it is re-imported by default; this\n"
+	  "only warns)" },
+	{ "no-cache", 0, NULL, OPT_NO_CACHE,
+	  "ask the server for every check: no shared verdict\n"
+	  "cache (for comparison; docs/verdict-cache.md);\n"
+	  "KILN_TRACE_NO_CACHE=1 in the environment does the same" },
+	{ "stats", 0, NULL, OPT_STATS,
+	  "print the verdict cache's figures (hits, misses,\n"
+	  "round trips, listings, map size, entries) on stderr" },
+	{ 0 },
+};
+
 static void usage(FILE *out)
 {
 	fprintf(out,
@@ -43,59 +111,14 @@ static void usage(FILE *out)
 "what the build reached for, by package and process. Exits with COMMAND's status\n"
 "(128+N if killed by signal N).\n"
 "\n"
-"options:\n"
-"  --db FILE                 registry database (default: as 'kiln registry':\n"
-"                            $KILN_DB, else $XDG_CACHE_HOME/kiln/registry.db)\n"
-"  --deps PKG[,PKG...]       declared dependencies (repeatable)\n"
-"  --deps-from-control FILE  declared dependencies = Build-Depends(-Arch,-Indep)\n"
-"                            of a debian/control file\n"
-"  --profile chroot|host     how the closure is computed (docs/profiles.md):\n"
-"                            chroot = what a clean buildd chroot would hold\n"
-"                            (Essential + Priority: required + apt +\n"
-"                            build-essential, one alternative per dependency, as\n"
-"                            apt installs), the default with --deps-from-control;\n"
-"                            host = every installed alternative and provider,\n"
-"                            base set Essential, the default otherwise; chroot\n"
-"                            also gives the build sbuild's environment (only\n"
-"                            dpkg's build variables kept; PATH, HOME, SHELL,\n"
-"                            LC_ALL as sbuild sets them) and hides what a clean\n"
-"                            chroot does not have: files no package of the\n"
-"                            closure owns in /usr/local, /opt, /usr/lib/locale,\n"
-"                            /etc/ld.so.conf.d, and your home directory (except\n"
-"                            the build tree)\n"
-"  --keep-env VAR            with --profile chroot, pass VAR through as it is\n"
-"                            here (repeatable; HOME also keeps your home visible)\n"
-"  --allow PREFIX            visible and writable\n"
-"  --read PREFIX             visible, writes refused\n"
-"  --ask PREFIX              the registry decides visibility, writes refused\n"
-"  --owned PREFIX            visible only what a package of the closure owns,\n"
-"                            writes refused\n"
-"  --deny PREFIX             hidden\n"
-"  --unknown report|allow|hide\n"
-"                            files in ask-trees the registry does not know\n"
-"                            (default: report = allow and name them)\n"
-"  --policy FILE             policy file (docs/policy.md), applied after the\n"
-"                            defaults and before the options above\n"
-"  --report-only             hide and refuse nothing, report what would be\n"
-"  --strict                  exit non-zero if anything was hidden or refused\n"
-"  --json FILE               write the report as JSON\n"
-"  --log FILE                write every path touched with its access classes\n"
-"  --report FILE             write the text report to FILE instead of stderr\n"
-"                            (output files: '-' is stdout; symlinks, FIFOs and\n"
-"                            devices are written through; checked before the\n"
-"                            command runs: docs/output-files.md)\n"
-"  --no-refresh              do not re-import a registry older than the dpkg\n"
-"                            database (it is re-imported by default; this\n"
-"                            only warns)\n"
-"  --no-cache                ask the server for every check: no shared verdict\n"
-"                            cache (for comparison; docs/verdict-cache.md);\n"
-"                            KILN_TRACE_NO_CACHE=1 in the environment does the same\n"
-"  --stats                   print the verdict cache's figures (hits, misses,\n"
-"                            round trips, listings, map size, entries) on stderr\n"
-"  --help                    this text\n"
+"options:\n");
+	cliopt_print_options(out, options);
+	fprintf(out,
 "\n"
-"The build directory (writable) is the current directory. The report goes to\n"
-"standard error (or --report FILE).\n");
+"The build directory (writable) is the current directory. Output files: '-' is\n"
+"stdout; symlinks, FIFOs and devices are written through; checked before the\n"
+"command runs (docs/output-files.md). Defaults for --db, --policy and extra\n"
+"--allow/--read/--deny areas: ~/.config/kiln/config, /etc/kiln/config (man 5 kiln).\n");
 }
 
 struct cli_rule {
@@ -119,6 +142,7 @@ struct opts {
 	enum policy_unknown unknown;
 	bool report_only, strict, no_refresh, no_cache, stats;
 	const char *json, *log, *report;
+	const char *json_opt, *report_opt; /* how the user named them, for messages */
 	char *json_abs, *log_abs, *report_abs; /* owned copies made absolute */
 	char **command;
 };
@@ -157,137 +181,140 @@ static int add_deps(struct opts *o, char *list)
 	return 0;
 }
 
-/* Returns 0 to run, 1 when --help was answered, -1 on a usage error. */
+static int add_rule(struct opts *o, enum policy_action act, const char *prefix)
+{
+	struct cli_rule *r = realloc(o->rules, (o->nrules + 1) * sizeof *r);
+	if (!r)
+		return -1;
+	o->rules = r;
+	o->rules[o->nrules++] = (struct cli_rule){ act, prefix };
+	return 0;
+}
+
+#define CMD "kiln trace"
+
+/* --json FILE ... -- COMMAND, the spelling before the options were unified:
+ * the word after --json is no option, and a "--" comes later. Returns FILE
+ * (consumed) or NULL. */
+static const char *old_json_file(struct cliparse *p)
+{
+	const char *next = cliopt_peek(p);
+	if (!next || next[0] == '-')
+		return NULL;
+	for (int k = p->next + 1; k < p->argc; k++)
+		if (!strcmp(p->argv[k], "--")) {
+			cliopt_skip(p);
+			return next;
+		}
+	return NULL;
+}
+
+/* Returns 0 to run, 1 when --help or --version was answered, else the exit
+ * status of a usage error (reported). */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-	int i = 1;
-	for (; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--")) {
-			i++;
-			break;
-		}
-		if (a[0] != '-')
-			break;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+	struct cliparse p;
+	cliopt_init(&p, CMD, options, argc, argv, CLIOPT_IN_ORDER, stderr);
+	bool json = false;
+	const char *output = NULL, *report = NULL, *old_json = NULL;
+	for (int id; (id = cliopt_next(&p)) != CLIOPT_END;) {
+		char *val = (char *)p.value;
+		switch (id) {
+		case CLIOPT_ERROR:
+			return CLIOPT_EXIT_USAGE;
+		case CLIOPT_HELP:
 			usage(stdout);
 			return 1;
-		}
-		if (!strcmp(a, "--report-only")) {
-			o->report_only = true;
-			continue;
-		}
-		if (!strcmp(a, "--strict")) {
-			o->strict = true;
-			continue;
-		}
-		if (!strcmp(a, "--no-cache")) {
-			o->no_cache = true;
-			continue;
-		}
-		if (!strcmp(a, "--no-refresh")) {
-			o->no_refresh = true;
-			continue;
-		}
-		if (!strcmp(a, "--stats")) {
-			o->stats = true;
-			continue;
-		}
-		/* Options with a value: "--opt VALUE" or "--opt=VALUE". */
-		const char *eq = strchr(a, '=');
-		size_t nl = eq ? (size_t)(eq - a) : strlen(a);
-		char name[32];
-		if (nl >= sizeof name)
-			goto unknown;
-		memcpy(name, a, nl);
-		name[nl] = '\0';
-		static const char *const valued[] = { "--db", "--deps", "--deps-from-control", "--profile", "--keep-env", "--allow",
-						      "--read", "--ask", "--owned", "--deny", "--unknown", "--policy",
-						      "--json", "--log", "--report" };
-		bool known = false;
-		for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
-			known |= !strcmp(name, valued[k]);
-		if (!known)
-			goto unknown;
-		char *val;
-		if (eq) {
-			val = (char *)eq + 1;
-		} else if (i + 1 < argc) {
-			val = argv[++i];
-		} else {
-			fprintf(stderr, "kiln trace: %s needs a value\n", name);
-			return -1;
-		}
-		enum policy_action act;
-		if (!strcmp(name, "--db")) {
-			o->db = val;
-		} else if (!strcmp(name, "--deps")) {
+		case CLIOPT_VERSION:
+			cliopt_print_version(stdout);
+			return 1;
+		case OPT_REPORT_ONLY: o->report_only = true; break;
+		case OPT_STRICT: o->strict = true; break;
+		case OPT_NO_CACHE: o->no_cache = true; break;
+		case OPT_NO_REFRESH: o->no_refresh = true; break;
+		case OPT_STATS: o->stats = true; break;
+		case OPT_JSON:
+			json = true;
+			if ((old_json = old_json_file(&p)))
+				fprintf(stderr, CMD ": warning: '--json FILE' is deprecated; use '--json -o FILE'\n");
+			break;
+		case OPT_OUTPUT: output = val; break;
+		case OPT_REPORT:
+			fprintf(stderr, CMD ": warning: --report FILE is deprecated; use -o FILE\n");
+			report = val;
+			break;
+		case OPT_DB: o->db = val; break;
+		case OPT_CONTROL: o->control = val; break;
+		case OPT_POLICY: o->policy_file = val; break;
+		case OPT_LOG: o->log = val; break;
+		case OPT_DEPS:
 			if (add_deps(o, val) < 0)
 				return -1;
-		} else if (!strcmp(name, "--deps-from-control")) {
-			o->control = val;
-		} else if (!strcmp(name, "--profile")) {
+			break;
+		case OPT_PROFILE:
 			if (!strcmp(val, "chroot"))
 				o->profile = REGISTRY_PROFILE_CHROOT;
 			else if (!strcmp(val, "host"))
 				o->profile = REGISTRY_PROFILE_HOST;
-			else {
-				fprintf(stderr, "kiln trace: --profile takes chroot or host, not '%s'\n", val);
-				return -1;
-			}
+			else
+				return cliopt_usage(&p, "--profile takes chroot or host, not '%s'", val);
 			o->profile_set = true;
-		} else if (!strcmp(name, "--keep-env")) {
-			if (!*val || strchr(val, '=')) {
-				fprintf(stderr, "kiln trace: --keep-env takes a variable name, not '%s'\n", val);
-				return -1;
-			}
+			break;
+		case OPT_KEEP_ENV: {
+			if (!*val || strchr(val, '='))
+				return cliopt_usage(&p, "--keep-env takes a variable name, not '%s'", val);
 			const char **k = realloc(o->keep_env, (o->nkeep_env + 1) * sizeof *k);
 			if (!k)
 				return -1;
 			o->keep_env = k;
 			o->keep_env[o->nkeep_env++] = val;
-		} else if (!strcmp(name, "--policy")) {
-			o->policy_file = val;
-		} else if (!strcmp(name, "--json")) {
-			o->json = val;
-		} else if (!strcmp(name, "--log")) {
-			o->log = val;
-		} else if (!strcmp(name, "--report")) {
-			o->report = val;
-		} else if (!strcmp(name, "--unknown")) {
-			if (policy_parse_unknown(val, &o->unknown) < 0) {
-				fprintf(stderr, "kiln trace: --unknown takes report, allow or hide, not '%s'\n", val);
-				return -1;
-			}
-			o->unknown_set = true;
-		} else if (policy_parse_action(name + 2, &act) == 0) {
-			struct cli_rule *r = realloc(o->rules, (o->nrules + 1) * sizeof *r);
-			if (!r)
-				return -1;
-			o->rules = r;
-			o->rules[o->nrules++] = (struct cli_rule){ act, val };
+			break;
 		}
-		continue;
-unknown:
-		fprintf(stderr, "kiln trace: unknown option '%s' (see kiln trace --help)\n", a);
-		return -1;
+		case OPT_UNKNOWN:
+			if (policy_parse_unknown(val, &o->unknown) < 0)
+				return cliopt_usage(&p, "--unknown takes report, allow or hide, not '%s'", val);
+			o->unknown_set = true;
+			break;
+		case OPT_ALLOW:
+		case OPT_READ:
+		case OPT_ASK:
+		case OPT_OWNED:
+		case OPT_DENY: {
+			enum policy_action act;
+			if (policy_parse_action(p.opt + 2, &act) < 0 || add_rule(o, act, val) < 0)
+				return -1;
+			break;
+		}
+		}
 	}
-	if (i >= argc) {
-		fprintf(stderr, "kiln trace: no command given\nusage: kiln trace [OPTIONS] -- COMMAND [ARGS...]\n");
-		return -1;
+	char **rest = cliopt_rest(&p);
+	if (!rest[0])
+		return cliopt_usage(&p, "no command given");
+	o->command = rest;
+	if (old_json && output)
+		return cliopt_usage(&p, "--json FILE (deprecated) and -o both name the JSON report's file");
+	if (old_json)
+		output = old_json;
+	if (json) {
+		o->json = output ? output : "-";
+		o->json_opt = old_json ? "--json" : output ? "-o" : "--json";
+		o->report = report;
+		o->report_opt = "--report";
+	} else {
+		if (output && report)
+			return cliopt_usage(&p, "-o and --report both name the text report's file");
+		o->report = output ? output : report;
+		o->report_opt = output ? "-o" : "--report";
 	}
-	o->command = argv + i;
 	/* The test suite runs every trace test in both modes this way. */
 	const char *nc = getenv("KILN_TRACE_NO_CACHE");
 	if (nc && *nc && strcmp(nc, "0"))
 		o->no_cache = true;
 	if (!o->profile_set)
 		o->profile = o->control ? REGISTRY_PROFILE_CHROOT : REGISTRY_PROFILE_HOST;
-	if (o->nkeep_env && o->profile != REGISTRY_PROFILE_CHROOT) {
-		fprintf(stderr, "kiln trace: --keep-env applies to --profile chroot only (the host "
-				"profile keeps the whole environment)\n");
-		return -1;
-	}
+	if (o->nkeep_env && o->profile != REGISTRY_PROFILE_CHROOT)
+		return cliopt_usage(&p, "--keep-env applies to --profile chroot only (the host "
+					"profile keeps the whole environment)");
 	return 0;
 }
 
@@ -305,32 +332,6 @@ static const char *absolute(const char *p, const char *cwd, char **owned)
 	return *owned;
 }
 
-/* libkiln-trace.so next to the kiln executable, else ../lib/kiln/ as
- * `make install` lays it out. */
-static int find_preload(char *out, size_t len)
-{
-	char exe[PATH_MAX], first[PATH_MAX + 32];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n <= 0) {
-		fprintf(stderr, "kiln trace: cannot read /proc/self/exe: %s\n", strerror(errno));
-		return -1;
-	}
-	exe[n] = '\0';
-	*strrchr(exe, '/') = '\0';
-	snprintf(first, sizeof first, "%s/libkiln-trace.so", exe);
-	if (snprintf(out, len, "%s", first) < (int)len && access(out, R_OK) == 0)
-		return 0;
-	char *up = strrchr(exe, '/');
-	if (up)
-		*up = '\0';
-	if (snprintf(out, len, "%s/lib/kiln/libkiln-trace.so", exe) < (int)len &&
-	    access(out, R_OK) == 0)
-		return 0;
-	fprintf(stderr, "kiln trace: cannot find the preload library: neither %s nor %s is readable\n",
-		first, out);
-	return -1;
-}
-
 static void remove_run_dir(const char *dir)
 {
 	char err[PATH_MAX + 128];
@@ -344,6 +345,24 @@ static void describe_status(char *buf, size_t len, int st)
 		snprintf(buf, len, "killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
 	else
 		snprintf(buf, len, "exit status %d", WEXITSTATUS(st));
+}
+
+/* The configuration's rules (allow, read, ask, deny), in file order: after
+ * its policy file, before the command line's. */
+static int add_config_rules(const struct cli_config *cfg, struct policy *p, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < cfg->n; i++) {
+		const struct cli_config_entry *e = &cfg->entries[i];
+		enum policy_action act;
+		if (policy_parse_action(e->key, &act) < 0)
+			continue; /* not a rule: registry, policy */
+		char msg[1024];
+		if (policy_add(p, act, e->value, msg, sizeof msg) < 0) {
+			snprintf(err, errlen, "%s: %s", e->where, msg);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 static bool keeps_env(const struct opts *o, const char *name)
@@ -364,19 +383,22 @@ static const char *invoking_home(void)
 	return pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
 }
 
-static int build_policy(const struct opts *o, const char *cwd, const char *preload,
-			struct policy *p)
+static int build_policy(const struct opts *o, const struct cli_config *cfg, const char *cwd,
+			const char *preload, struct policy *p)
 {
-	char err[1024];
+	char err[PATH_MAX + 1200];
 	bool chroot = o->profile == REGISTRY_PROFILE_CHROOT;
 	policy_init(p);
+	const struct cli_config_entry *cfg_policy = cli_config_get(cfg, "policy");
+	const char *policy_file = o->policy_file ? o->policy_file : cfg_policy ? cfg_policy->value : NULL;
 	/* The artifact names first: the chroot rules keep their directory
 	 * readable. They add no rule of their own. */
 	if (policy_add_defaults(p, cwd, !chroot, err, sizeof err) < 0 ||
 	    artifacts_add_to_policy(p, o->control, o->command[0], cwd, err, sizeof err) < 0 ||
 	    (chroot && policy_add_chroot(p, keeps_env(o, "HOME") ? NULL : invoking_home(), preload,
 					 err, sizeof err) < 0) ||
-	    (o->policy_file && policy_load_file(p, o->policy_file, err, sizeof err) < 0))
+	    (policy_file && policy_load_file(p, policy_file, err, sizeof err) < 0) ||
+	    add_config_rules(cfg, p, err, sizeof err) < 0)
 		goto fail;
 	for (size_t i = 0; i < o->nrules; i++)
 		if (policy_add(p, o->rules[i].action, o->rules[i].prefix, err, sizeof err) < 0)
@@ -446,7 +468,7 @@ static void exec_command(const struct opts *o, const char *preload, const char *
 static int check_outputs(const struct opts *o)
 {
 	const char *const outs[] = { o->json, o->log, o->report };
-	const char *const names[] = { "--json", "--log", "--report" };
+	const char *const names[] = { o->json_opt, "--log", o->report_opt };
 	for (size_t i = 0; i < 3; i++) {
 		char err[PATH_MAX + 256];
 		if (outs[i] && outfile_check(AT_FDCWD, outs[i], 0, err, sizeof err) < 0) {
@@ -485,7 +507,7 @@ int cmd_trace(int argc, char **argv)
 {
 	struct opts o = { 0 };
 	int p = parse_args(argc, argv, &o);
-	int rc = p < 0 ? 2 : p > 0 ? 0 : run_trace(&o);
+	int rc = p < 0 ? EXIT_KILN : p == 1 ? 0 : p ? p : run_trace(&o);
 	opts_free(&o);
 	return rc;
 }
@@ -501,20 +523,35 @@ static int run_trace(struct opts *op)
 		fprintf(stderr, "kiln trace: cannot get the current directory: %s\n", strerror(errno));
 		return EXIT_KILN;
 	}
-	if (!o.db)
-		o.db = registry_default_path(dbbuf, sizeof dbbuf);
-	if (check_outputs(&o) < 0)
-		return 2;
+	struct cli_config cfg;
+	if (cli_config_load(&cfg, CMD, stderr) < 0)
+		return CLIOPT_EXIT_USAGE;
+	if (!o.db) {
+		int rc = cli_default_db(dbbuf, sizeof dbbuf, CMD, stderr);
+		o.db = dbbuf;
+		if (rc < 0) {
+			cli_config_free(&cfg);
+			return CLIOPT_EXIT_USAGE;
+		}
+	}
+	if (check_outputs(&o) < 0) {
+		cli_config_free(&cfg);
+		return CLIOPT_EXIT_USAGE;
+	}
 	o.json = absolute(o.json, cwd, &op->json_abs);
 	o.log = absolute(o.log, cwd, &op->log_abs);
 	o.report = absolute(o.report, cwd, &op->report_abs);
-	if (registry_refresh_if_stale(o.db, !o.no_refresh, "kiln trace", stderr) < 0)
+	if (registry_refresh_if_stale(o.db, !o.no_refresh, "kiln trace", stderr) < 0) {
+		cli_config_free(&cfg);
 		return EXIT_KILN;
-	if (find_preload(preload, sizeof preload) < 0 || build_policy(&o, cwd, preload, &policy) < 0)
+	}
+	if (cli_find_preload(preload, sizeof preload, CMD, stderr) < 0 || build_policy(&o, &cfg, cwd, preload, &policy) < 0) {
+		cli_config_free(&cfg);
 		return EXIT_KILN;
+	}
+	cli_config_free(&cfg);
 
-	const char *tmp = getenv("TMPDIR");
-	snprintf(rundir, sizeof rundir, "%s/kiln-trace.XXXXXX", tmp && tmp[0] == '/' ? tmp : "/tmp");
+	snprintf(rundir, sizeof rundir, "%s/kiln-trace.XXXXXX", trace_rundir_base());
 	if (!mkdtemp(rundir)) {
 		fprintf(stderr, "kiln trace: cannot create a run directory %s: %s\n", rundir, strerror(errno));
 		goto fail;

@@ -1,4 +1,5 @@
 /* kiln meta TOOL[,TOOL...]|all BINARY [--format text|json|c] [-o FILE | --out-dir DIR]
+ * kiln meta types BINARY --type NAME
  *
  * Parses BINARY once into a model (or takes it from the caller's cache) and
  * runs each named tool over it. Output files follow common/outfile.h ("-" is
@@ -12,98 +13,91 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/cliopt.h"
 #include "common/outfile.h"
 #include "meta/cli.h"
 #include "meta/tools/tool.h"
 
 #define MAX_TOOLS 16
 
+enum { OPT_FORMAT = 1, OPT_JSON, OPT_OUTPUT, OPT_OUT_DIR, OPT_DEBUG_ROOT, OPT_STATS, OPT_TYPE };
+
+static const struct cliopt options[] = {
+	{ "format", 'f', "text|json|c", OPT_FORMAT, "output format (docs/meta-formats.md; default text)" },
+	{ "json", 0, NULL, OPT_JSON, "the same as --format json" },
+	{ "output", 'o', "FILE", OPT_OUTPUT, "write to FILE ('-': standard output); one tool only" },
+	{ "out-dir", 'd', "DIR", OPT_OUT_DIR, "write each tool's output to DIR/TOOL.{txt,json,c}\n"
+					      "(the tools then run concurrently)" },
+	{ "debug-root", 'r', "DIR", OPT_DEBUG_ROOT,
+	  "where separate debug files are looked up by build id\n"
+	  "or .gnu_debuglink (default /usr/lib/debug; also next\n"
+	  "to BINARY)" },
+	{ "type", 't', "NAME", OPT_TYPE, "types: only the types named NAME ('struct foo',\n"
+					 "'foo'; a typedef with the type it names), as\n"
+					 "pahole -C NAME does" },
+	{ "stats", 's', NULL, OPT_STATS, "print counts and the time of each phase of the parse\n"
+					 "on stderr" },
+	{ 0 },
+};
+
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: kiln meta TOOL[,TOOL...] BINARY [--format text|json|c] [-o FILE]\n"
-		"       kiln meta all BINARY [--format text|json|c] --out-dir DIR\n"
-		"       (and --debug-root DIR, --stats)\n"
-		"       kiln meta run|serve|stats|stop ...   the meta server (docs/meta-server.md)\n\n"
-		"Reads BINARY's ELF and DWARF once, then runs each tool over it. A separate\n"
-		"debug file is found by build id or .gnu_debuglink under --debug-root DIR\n"
-		"(default /usr/lib/debug) or next to BINARY. --stats prints counts and\n"
-		"the time of each phase of the parse on stderr.\n"
-		"Several tools write to DIR/TOOL.{txt,json,c} with --out-dir (concurrently),\n"
-		"else one after the other to stdout (or FILE).\n\ntools:\n");
+		"usage: kiln meta TOOL[,TOOL...] BINARY [OPTIONS]\n"
+		"       kiln meta all BINARY --out-dir DIR [OPTIONS]\n"
+		"       kiln meta types BINARY --type NAME\n"
+		"       kiln meta run|serve|stats|stop ...   the meta server (docs/meta-server.md;\n"
+		"                                            kiln meta run --help)\n\n"
+		"Reads BINARY's ELF and DWARF once, then runs each tool over it: one after\n"
+		"the other to stdout (or -o FILE), or concurrently with --out-dir DIR.\n\n"
+		"tools:\n");
 	for (size_t i = 0; i < meta_ntools; i++)
 		fprintf(out, "  %-10s %s\n", meta_tools[i].name, meta_tools[i].summary);
-	fprintf(out, "  %-10s every tool above\n\nformats: docs/meta-formats.md\n", "all");
+	fprintf(out, "  %-10s every tool above\n\noptions:\n", "all");
+	cliopt_print_options(out, options);
 }
 
 struct args {
 	enum meta_format fmt;
-	const char *outfile, *outdir;
+	const char *outfile, *outdir, *type;
 	const char *pos[2];
 	int npos;
-	int stats, help;
+	int stats, help, version;
 	struct meta_options mopts;
 };
 
-/* The value of option NAME at argv[*i]: "--name=V", "--name V", "-xV", "-x V".
- * Returns NULL when argv[*i] is not that option; sets *missing when it is but
- * has no value. */
-static const char *option_value(int argc, char **argv, int *i, const char *lng, char shrt, int *missing)
-{
-	const char *a = argv[*i];
-	size_t n = strlen(lng);
-	if (a[0] == '-' && a[1] == '-' && !strncmp(a + 2, lng, n) && (a[2 + n] == '=' || !a[2 + n])) {
-		if (a[2 + n] == '=')
-			return a + 3 + n;
-	} else if (shrt && a[0] == '-' && a[1] == shrt) {
-		if (a[2])
-			return a + 2;
-	} else {
-		return NULL;
-	}
-	if (*i + 1 >= argc) {
-		*missing = 1;
-		return NULL;
-	}
-	return argv[++*i];
-}
+#define CMD "kiln meta"
 
 /* 0 parsed, 2 usage error (reported on ERR). */
 static int parse_args(int argc, char **argv, struct args *a, FILE *err)
 {
-	int only_positional = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *s = argv[i], *v;
-		int missing = 0;
-		if (only_positional || s[0] != '-' || !s[1]) {
-			if (a->npos == 2) {
-				fprintf(err, "kiln meta: unexpected argument '%s'\n", s);
-				return 2;
-			}
-			a->pos[a->npos++] = s;
-		} else if (!strcmp(s, "--")) {
-			only_positional = 1;
-		} else if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
+	struct cliparse p;
+	cliopt_init(&p, CMD, options, argc, argv, CLIOPT_PERMUTE, err);
+	for (int id; (id = cliopt_next(&p)) != CLIOPT_END;) {
+		switch (id) {
+		case CLIOPT_ERROR:
+			return CLIOPT_EXIT_USAGE;
+		case CLIOPT_HELP:
 			a->help = 1;
-		} else if (!strcmp(s, "-s") || !strcmp(s, "--stats")) {
-			a->stats = 1;
-		} else if ((v = option_value(argc, argv, &i, "format", 'f', &missing))) {
-			if (meta_format_parse(v, &a->fmt)) {
-				fprintf(err, "kiln meta: unknown format '%s' (text, json or c)\n", v);
-				return 2;
-			}
-		} else if (!missing && (v = option_value(argc, argv, &i, "output", 'o', &missing))) {
-			a->outfile = v;
-		} else if (!missing && (v = option_value(argc, argv, &i, "out-dir", 'd', &missing))) {
-			a->outdir = v;
-		} else if (!missing && (v = option_value(argc, argv, &i, "debug-root", 'r', &missing))) {
-			a->mopts.debug_root = v;
-		} else {
-			if (missing)
-				fprintf(err, "kiln meta: option '%s' needs a value\n", s);
-			else
-				fprintf(err, "kiln meta: unknown option '%s'\n", s);
-			return 2;
+			break;
+		case CLIOPT_VERSION:
+			a->version = 1;
+			break;
+		case CLIOPT_ARG:
+			if (a->npos == 2)
+				return cliopt_usage(&p, "unexpected argument '%s'", p.value);
+			a->pos[a->npos++] = p.value;
+			break;
+		case OPT_FORMAT:
+			if (meta_format_parse(p.value, &a->fmt))
+				return cliopt_usage(&p, "unknown format '%s' (text, json or c)", p.value);
+			break;
+		case OPT_JSON: a->fmt = META_FMT_JSON; break;
+		case OPT_OUTPUT: a->outfile = p.value; break;
+		case OPT_OUT_DIR: a->outdir = p.value; break;
+		case OPT_DEBUG_ROOT: a->mopts.debug_root = p.value; break;
+		case OPT_TYPE: a->type = p.value; break;
+		case OPT_STATS: a->stats = 1; break;
 		}
 	}
 	return 0;
@@ -124,7 +118,7 @@ static int parse_tools(const char *spec, const struct meta_tool **sel, size_t *n
 			if (strlen(meta_tools[i].name) == n && !strncmp(meta_tools[i].name, p, n))
 				t = &meta_tools[i];
 		if (!t) {
-			fprintf(err, "kiln meta: unknown tool '%.*s' (run 'kiln meta --help')\n", (int)n, p);
+			cliopt_usage_for(err, CMD, "unknown tool '%.*s'", (int)n, p);
 			return -1;
 		}
 		int dup = 0;
@@ -137,7 +131,7 @@ static int parse_tools(const char *spec, const struct meta_tool **sel, size_t *n
 			p++;
 	}
 	if (!*nsel)
-		fprintf(err, "kiln meta: no tool named\n");
+		cliopt_usage_for(err, CMD, "no tool named");
 	return *nsel ? 0 : -1;
 }
 
@@ -247,7 +241,9 @@ static int run_tools(struct meta_model *m, const struct args *a, const struct me
 	if (!rc) {
 		/* Separate files: the tools run concurrently over the one model.
 		 * One stream: one after the other, in order. */
-		if (a->outdir) {
+		if (a->type) {
+			jobs[0].rc = meta_tool_types_named(m, jobs[0].out, a->fmt, a->type, &jobs[0].err);
+		} else if (a->outdir) {
 			meta_run_jobs(m, jobs, njobs, 1);
 		} else {
 			for (size_t i = 0; i < njobs; i++)
@@ -308,22 +304,23 @@ int meta_cli_main(int argc, char **argv, const struct meta_cli_env *env)
 		usage(env->out);
 		return 0;
 	}
-	if (a.npos != 2) {
-		usage(env->err);
-		return 2;
+	if (a.version) {
+		cliopt_print_version(env->out);
+		return 0;
 	}
+	if (a.npos != 2)
+		return cliopt_usage_for(env->err, CMD, a.npos ? "name the BINARY after the tools"
+							       : "name the TOOL(s) and the BINARY");
 	const struct meta_tool *sel[MAX_TOOLS];
 	size_t nsel;
 	if (parse_tools(a.pos[0], sel, &nsel, env->err))
-		return 2;
-	if (a.outfile && a.outdir) {
-		fprintf(env->err, "kiln meta: -o and --out-dir exclude each other\n");
-		return 2;
-	}
-	if (a.outfile && nsel > 1) {
-		fprintf(env->err, "kiln meta: -o takes one tool; use --out-dir DIR for several\n");
-		return 2;
-	}
+		return CLIOPT_EXIT_USAGE;
+	if (a.outfile && a.outdir)
+		return cliopt_usage_for(env->err, CMD, "-o and --out-dir exclude each other");
+	if (a.outfile && nsel > 1)
+		return cliopt_usage_for(env->err, CMD, "-o takes one tool; use --out-dir DIR for several");
+	if (a.type && (nsel != 1 || strcmp(sel[0]->name, "types")))
+		return cliopt_usage_for(env->err, CMD, "--type applies to the types tool alone");
 	if (check_outputs(&a, sel, nsel, env))
 		return 2;
 	a.mopts.has_dirfd = 1;

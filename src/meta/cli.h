@@ -1,7 +1,7 @@
 /* `kiln meta` as a library function, so that the same command line can run
  * in the `kiln` process or, forwarded, in a server that keeps models warm:
- * no global state (its own argument parser, not getopt), output and messages
- * to the given streams, relative paths against a given directory fd, and the
+ * no global state (kiln's own argument parser, common/cliopt.h, not getopt),
+ * output and messages to the given streams, relative paths against a given directory fd, and the
  * model obtained through an optional hook (a cache). */
 #ifndef KILN_META_CLI_H
 #define KILN_META_CLI_H

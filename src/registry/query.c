@@ -468,6 +468,25 @@ int registry_each_provides(struct kiln_registry *reg, int64_t id, registry_provi
 			prov_row, &p);
 }
 
+struct name_ctx {
+	registry_name_cb cb;
+	void *ctx;
+};
+
+static int name_row(sqlite3_stmt *st, void *ctx)
+{
+	struct name_ctx *n = ctx;
+	const char *name = (const char *)sqlite3_column_text(st, 0);
+	return name ? n->cb(n->ctx, name) : 0;
+}
+
+int registry_each_package_name(struct kiln_registry *reg, registry_name_cb cb, void *ctx)
+{
+	struct name_ctx n = { cb, ctx };
+	return each_row(reg, "SELECT DISTINCT name FROM packages WHERE ?1=?1 ORDER BY name", 0, name_row,
+			&n);
+}
+
 static int set_row(sqlite3_stmt *st, void *ctx)
 {
 	return registry_pkgset_add(ctx, sqlite3_column_int64(st, 0)) ? -1 : 0;

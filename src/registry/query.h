@@ -54,6 +54,12 @@ int registry_each_dep(struct kiln_registry *reg, int64_t id, registry_dep_cb cb,
 typedef int (*registry_provides_cb)(void *ctx, const char *name, const char *version);
 int registry_each_provides(struct kiln_registry *reg, int64_t id, registry_provides_cb cb, void *ctx);
 
+typedef int (*registry_name_cb)(void *ctx, const char *name);
+/* Calls cb for each installed package's name once (several architectures:
+ * one call), sorted. A non-zero return from cb stops and is returned; -1 on
+ * a database error. */
+int registry_each_package_name(struct kiln_registry *reg, registry_name_cb cb, void *ctx);
+
 /* Packages with a Depends/Pre-Depends on package id (by its name or a name it
  * Provides). Returns 0 or -1. */
 int registry_rdeps(struct kiln_registry *reg, int64_t id, struct registry_pkgset *out);

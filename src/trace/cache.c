@@ -32,14 +32,14 @@
 
 enum { UNTRIED, ATTACHING, READY, OFF };
 
-static _Atomic int state;
-static struct shmmap map;
-static struct vc_counters *ctr;
-static uint64_t *pid_bits;
-static uint64_t pid_words;
-static _Atomic int shard;
-static _Atomic int no_openat2;
-static _Atomic int mark_pending; /* a forked child not yet counted as a process */
+static KT_HOT _Atomic int state;
+static KT_HOT struct shmmap map;
+static KT_HOT struct vc_counters *ctr;
+static KT_HOT uint64_t *pid_bits;
+static KT_HOT uint64_t pid_words;
+static KT_HOT _Atomic int shard;
+static KT_HOT _Atomic int no_openat2;
+static KT_HOT _Atomic int mark_pending; /* a forked child not yet counted as a process */
 
 /* ---- attach ---------------------------------------------------------------- */
 
@@ -217,17 +217,16 @@ int kt_no_symlinks(const char *path, int nofollow)
 	return fd == -ENOENT;
 }
 
-int kt_cache_ask(const char *abs, size_t plen, unsigned access, unsigned qflags, int *verdict)
+int kt_cache_ask(char *abs, size_t plen, unsigned access, unsigned qflags, int *verdict)
 {
 	struct shmmap *m = get();
 	if (!m)
 		return 0;
 	mark_if_forked();
-	char key[SHMMAP_MAX_KEY];
-	size_t klen = vc_key_verdict(key, abs, plen, access, qflags);
+	size_t klen = vc_key_verdict(abs, abs, plen, access, qflags);
 	uint64_t v;
 	unsigned kind, ans;
-	if (!klen || !shmmap_lookup(m, key, klen, &v) || !vc_parse(v, &kind, &ans) ||
+	if (!klen || !shmmap_lookup(m, abs, klen, &v) || !vc_parse(v, &kind, &ans) ||
 	    ans > KILN_V_DENY ||
 	    (kind == VC_AREA && !kt_no_symlinks(abs, (qflags & KILN_Q_NOFOLLOW) != 0))) {
 		count(0, 0);

@@ -37,11 +37,11 @@ int kt_check(int dirfd, const char *path, unsigned access, unsigned qflags, int 
 	size_t len = strlen(path);
 	if (path[len - 1] == '/' || (path[len - 1] == '.' && (len == 1 || path[len - 2] == '/')))
 		qflags &= ~KILN_Q_NOFOLLOW;
-	char abs[KT_PATH_BUF];
-	int n = kt_path_at(dirfd, path, abs);
+	struct kt_question q;
+	int n = kt_path_at(dirfd, path, q.path);
 	if (n < 0)
 		return -n;
-	return kt_verdict_errno(kiln_ask(abs, access, qflags), access);
+	return kt_verdict_errno(kt_ask_question(&q, (size_t)n, access, qflags), access);
 }
 
 unsigned kt_open_access(int flags)

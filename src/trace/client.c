@@ -31,9 +31,9 @@ struct conn {
 	_Atomic int fd;
 };
 
-static struct conn pool[KT_POOL];
-static _Atomic int pool_pid;     /* process that owns the pool (0: unclaimed) */
-static _Atomic int reported_pid; /* process that already printed the failure */
+static KT_HOT struct conn pool[KT_POOL];
+static KT_HOT _Atomic int pool_pid;     /* process that owns the pool (0: unclaimed) */
+static KT_HOT _Atomic int reported_pid; /* process that already printed the failure */
 
 static void init_pool_fds(void)
 {
@@ -366,25 +366,19 @@ static int verdict_exchange(const void *req, size_t reqlen, uint32_t max)
 	return (int)resp.m.v.verdict;
 }
 
-int kiln_ask(const char *abspath, unsigned access, unsigned qflags)
+int kt_ask_question(struct kt_question *req, size_t plen, unsigned access, unsigned qflags)
 {
 	kt_init();
-	size_t plen = strlen(abspath);
 	if (plen > KILN_PATH_MAX)
 		return KILN_V_ERROR;
 	int cached;
-	if (kt_cache_ask(abspath, plen, access, qflags, &cached))
+	if (kt_cache_ask(req->path, plen, access, qflags, &cached))
 		return cached;
-	struct {
-		struct kiln_msg_hdr h;
-		struct kiln_query q;
-		char path[KILN_PATH_MAX];
-	} req;
-	req.h = (struct kiln_msg_hdr){ KILN_MSG_QUERY, 0,
-				       (uint32_t)(sizeof req.q + plen) };
-	req.q = (struct kiln_query){ access, qflags, (uint32_t)plen };
-	memcpy(req.path, abspath, plen);
-	int v = verdict_exchange(&req, sizeof req.h + req.h.len, KILN_V_DENY);
+	req->h = (struct kiln_msg_hdr){ KILN_MSG_QUERY, 0,
+					(uint32_t)(sizeof req->q + plen) };
+	req->q = (struct kiln_query){ access, qflags, (uint32_t)plen };
+	/* The header, query and path are contiguous (no padding: 8 + 12 bytes). */
+	int v = verdict_exchange(req, sizeof req->h + req->h.len, KILN_V_DENY);
 	return v < 0 ? KILN_V_ERROR : v;
 }
 
@@ -410,6 +404,16 @@ int kiln_ask_data(unsigned kind, unsigned arg, const char *a, const char *b)
 	memcpy(req.s + alen, b, blen);
 	int v = verdict_exchange(&req, sizeof req.h + req.h.len, KILN_D_CHECK);
 	return v < 0 ? KILN_D_CHECK : v;
+}
+
+int kiln_ask(const char *abspath, unsigned access, unsigned qflags)
+{
+	struct kt_question req;
+	size_t plen = strlen(abspath);
+	if (plen > KILN_PATH_MAX)
+		return KILN_V_ERROR;
+	memcpy(req.path, abspath, plen + 1);
+	return kt_ask_question(&req, plen, access, qflags);
 }
 
 #define DIR_BATCH_MAX 1024

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "ipc/proto.h"
+#include "shm/shmmap.h"
 #include "trace/verdict.h"
 
 #pragma GCC visibility push(hidden)
@@ -30,6 +31,14 @@ const char *kt_env(const char *name);
 
 /* Captured "NAME=value" strings, `*n` of them. */
 const char *const *kt_env_all(size_t *n);
+
+/* False for an environment entry that cannot be one of kiln's variables:
+ * all of them start with 'L' (LD_PRELOAD) or 'K' (KILN_*), and a build's
+ * environment has dozens of entries, scanned at every start and exec. */
+static inline int kt_may_be_kept(const char *entry)
+{
+	return entry[0] == 'L' || entry[0] == 'K';
+}
 
 /* The re-entrancy guard: set while the library resolves a real symbol with
  * dlsym (the only place where it calls code that may call a hooked function:
@@ -68,6 +77,28 @@ int kt_path_at(int dirfd, const char *path, char *out);
 
 /* Path of an open fd (readlink of /proc/self/fd/N). Length or -errno. */
 int kt_fd_path(int fd, char *out);
+
+/* ---- client.c: one question ------------------------------------------- */
+
+/* A question as it goes to the server, with room for the cache key after the
+ * path: the hook path builds the absolute path into `path` once, the cache
+ * key is made in place and the request is sent from the same buffer, so a
+ * question takes one page of stack, not four (a new process pays a page
+ * fault for each page of stack it touches first). */
+struct kt_question {
+	struct kiln_msg_hdr h;
+	struct kiln_query q;
+	char path[SHMMAP_MAX_KEY];
+};
+
+/* kiln_ask for the path of length plen in q->path (NUL-terminated). The
+ * bytes of q->path after the NUL are scratch. */
+int kt_ask_question(struct kt_question *q, size_t plen, unsigned access, unsigned qflags);
+_Static_assert(sizeof(((struct kt_question *)0)->path) >= KILN_PATH_MAX + 1 + 4,
+	       "room for a path and its cache-key suffix");
+_Static_assert(__builtin_offsetof(struct kt_question, path) ==
+		       sizeof(struct kiln_msg_hdr) + sizeof(struct kiln_query),
+	       "a question is sent as one contiguous message");
 
 /* ---- check.c: one checked path --------------------------------------- */
 
@@ -188,8 +219,10 @@ extern const char *const kt_lc_names[13];
 /* ---- cache.c: the shared verdict cache (docs/verdict-cache.md) --------- */
 
 /* Answers a question from the map: 1 and *verdict, or 0 (ask the server).
- * Attaches the map on first use ($KILN_CACHE; unset: never). */
-int kt_cache_ask(const char *abs, size_t plen, unsigned access, unsigned qflags, int *verdict);
+ * Attaches the map on first use ($KILN_CACHE; unset: never). `abs` holds the
+ * path (plen bytes and a NUL) in a buffer of SHMMAP_MAX_KEY bytes: the key is
+ * built in place after it. */
+int kt_cache_ask(char *abs, size_t plen, unsigned access, unsigned qflags, int *verdict);
 /* A STABLE answer stored under a key of its own (vcache.h): 1 and *answer,
  * or 0. */
 int kt_cache_ask_key(const char *key, size_t klen, int *answer);
@@ -208,6 +241,12 @@ void kt_cache_after_fork(void);
 #pragma GCC visibility pop
 
 #define KT_EXPORT __attribute__((visibility("default")))
+/* The library's process state that every traced process writes (real-symbol
+ * slots, the cache and pool state, the captured environment's index): kept
+ * together in one section, so a new process (and a forked child, which
+ * copies what it writes) faults in one or two pages of it, not one per
+ * source file. Big buffers stay in .bss. */
+#define KT_HOT __attribute__((section(".data.kt_hot")))
 /* Thread-locals of a library that is always loaded at start-up: static TLS,
  * no __tls_get_addr (which may allocate) on the hook path. */
 #define KT_TLS __thread __attribute__((tls_model("initial-exec")))

@@ -79,21 +79,31 @@ int kt_fd_path(int fd, char *out)
 	return (int)n;
 }
 
+/* The base directory is read straight into `out` (the kernel gives it
+ * absolute and clean) and `path` appended to it: no second path buffer on
+ * the stack. */
 int kt_path_at(int dirfd, const char *path, char *out)
 {
-	char base[KT_PATH_BUF];
 	if (path[0] == '/')
 		return kt_path_join("/", path, out);
+	int len;
 	if (dirfd == AT_FDCWD) {
-		long n = kt_sys2(SYS_getcwd, base, sizeof base);
+		long n = kt_sys2(SYS_getcwd, out, KT_PATH_BUF);
 		if (n < 0)
 			return (int)n;
-		if (base[0] != '/') /* "(unreachable)/...": outside our root */
+		if (out[0] != '/') /* "(unreachable)/...": outside our root */
 			return -ENOENT;
+		len = (int)strlen(out);
 	} else {
-		int n = kt_fd_path(dirfd, base);
-		if (n < 0)
-			return n;
+		len = kt_fd_path(dirfd, out);
+		if (len < 0)
+			return len;
 	}
-	return kt_path_join(base, path, out);
+	if (len > 1 && out[len - 1] == '/')
+		len--; /* never from the kernel; kept for the invariant */
+	len = append_components(out, len, path);
+	if (len < 0)
+		return len;
+	out[len] = '\0';
+	return len;
 }

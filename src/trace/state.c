@@ -13,7 +13,7 @@
 extern char **environ;
 
 __thread int kt_guard __attribute__((tls_model("initial-exec")));
-int kt_marks;
+KT_HOT int kt_marks;
 
 /* kiln's variables, restored into every exec environment. */
 static const char *const kept_names[] = {
@@ -24,10 +24,10 @@ static const char *const kept_names[] = {
 #define NKEPT (sizeof kept_names / sizeof kept_names[0])
 
 static char env_store[3 * 4096];
-static const char *env_ptr[NKEPT];   /* "NAME=value" inside env_store */
-static const char *env_list[NKEPT];  /* the non-NULL ones, packed */
-static size_t env_count;
-static _Atomic int init_state;        /* 0 not yet, 1 in progress, 2 done */
+static KT_HOT const char *env_ptr[NKEPT];   /* "NAME=value" inside env_store */
+static KT_HOT const char *env_list[NKEPT];  /* the non-NULL ones, packed */
+static KT_HOT size_t env_count;
+static KT_HOT _Atomic int init_state;        /* 0 not yet, 1 in progress, 2 done */
 
 static size_t name_len(const char *entry)
 {
@@ -39,6 +39,8 @@ static void capture(void)
 {
 	size_t used = 0;
 	for (char **e = environ; e && *e; e++) {
+		if (!kt_may_be_kept(*e))
+			continue;
 		size_t nl = name_len(*e);
 		for (size_t k = 0; k < NKEPT; k++) {
 			if (env_ptr[k] || strlen(kept_names[k]) != nl ||

@@ -60,13 +60,14 @@ static inline int vc_parse(uint64_t v, unsigned *kind, unsigned *answer)
 
 /* Key builders: return the key length, or 0 when it does not fit in
  * SHMMAP_MAX_KEY bytes (such a question is never cached). out must hold
- * SHMMAP_MAX_KEY bytes. */
+ * SHMMAP_MAX_KEY bytes; vc_key_verdict's out may be the path itself. */
 static inline size_t vc_key_verdict(char *out, const char *path, size_t plen, unsigned access,
 				    unsigned qflags)
 {
 	if (plen + 4 > SHMMAP_MAX_KEY)
 		return 0;
-	memcpy(out, path, plen);
+	if (out != path) /* in place: the caller's buffer holds the path already */
+		memcpy(out, path, plen);
 	out[plen] = '\0';
 	out[plen + 1] = 'V';
 	out[plen + 2] = (char)(access & 0xff);
@@ -124,11 +125,13 @@ static inline size_t vc_key_data(char *out, unsigned kind, unsigned arg, const c
 /* ---- the statistics file ---------------------------------------------------
  *
  * Written by every traced process (so: untrusted numbers, never used for a
- * decision): counters in 64 shards of one cache line each, a process adding
+ * decision): counters in 63 shards of one cache line each, a process adding
  * to the shard of its pid, and one bit per pid that asked anything, so the
  * report counts processes that never needed the server. */
 #define VC_COUNTERS_MAGIC 0x5354534e4c494bull /* "KILNSTS" */
-#define VC_SHARDS 64
+/* 63 shards: with the header they fill the file's first page exactly, and
+ * the pid bitmap starts on the next, so a process touches two pages. */
+#define VC_SHARDS 63
 
 struct vc_shard {
 	uint64_t hits;     /* questions answered from the map */
@@ -144,6 +147,8 @@ struct vc_counters {
 	struct vc_shard shard[VC_SHARDS];
 	/* uint64_t pid_bits[pid_words] follows */
 };
+
+_Static_assert(sizeof(struct vc_counters) == 4096, "header and shards: one page");
 
 static inline size_t vc_counters_size(uint64_t pid_words)
 {

@@ -236,7 +236,7 @@ def as_user(argv, env, cwd, **kw):
 def kiln_env(db, tree):
     """The environment kiln trace gives the build, without kiln's own."""
     out = as_user([KILN, "trace", "--db", db, "--deps-from-control", tree / "debian" / "control",
-                   "--report", "/dev/null", "--", "env", "-0"], developer_env(), tree,
+                   "-o", "/dev/null", "--", "env", "-0"], developer_env(), tree,
                   capture_output=True).stdout
     env = dict(e.split("=", 1) for e in out.decode().split("\0") if "=" in e)
     return {k: v for k, v in env.items() if k != "LD_PRELOAD" and not k.startswith("KILN_")}
@@ -277,13 +277,12 @@ def one_package(name, target, base, db, results):
 
     tree = fresh_tree(src, pathlib.Path("/"))
     argv = [KILN, "trace", "--db", db, "--deps-from-control", tree / "debian" / "control",
-            "--json", WORK / "build" / "report.json", "--report", WORK / "build" / "report.txt", "--"] + step_argv(src, target)
+            "--json", "-o", WORK / "build" / "report.json", "--"] + step_argv(src, target)
     status["kiln"] = run_logged(f"{src.name}: kiln trace", lambda f: as_user(
         argv, developer_env(), tree, stdout=f, stderr=subprocess.STDOUT, check=False), out / "kiln.log")
     outputs["kiln"] = keep("kiln", tree)
-    for r in ("report.json", "report.txt"):
-        if (WORK / "build" / r).exists():
-            shutil.copy(WORK / "build" / r, out / r)
+    if (WORK / "build" / "report.json").exists():  # the text report is in kiln.log
+        shutil.copy(WORK / "build" / "report.json", out / "report.json")
 
     tree = fresh_tree(src, pathlib.Path("/"))
     status["plain"] = run_logged(f"{src.name}: plain", lambda f: as_user(

@@ -22,6 +22,9 @@ def pytest_configure(config):
     # is --no-cache); set it either way so the caller's environment cannot
     # choose the mode.
     os.environ["KILN_TRACE_NO_CACHE"] = "1" if config.getoption("--kiln-no-cache") else "0"
+    # No configuration file of this machine's or this user's applies to the
+    # tests (man 5 kiln); test_config.py sets its own.
+    os.environ["KILN_CONFIG"] = ""
 
 
 @pytest.fixture(scope="session")

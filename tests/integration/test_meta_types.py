@@ -234,3 +234,56 @@ def test_enumerators_by_the_enums_signedness(kiln_bin, tmp_path, compiler, dwarf
     text = run([kiln_bin, "meta", "types", exe]).stdout
     assert "enumerator Max value=18446744073709551615" in text
     assert "enumerator Min value=-9223372036854775808" in text
+
+
+def test_one_type_by_name_as_pahole_C(kiln_bin, tmp_path):
+    """--type NAME: the types of that name only, with the same entries as the
+    full listing, sizes and offsets as pahole -C NAME prints them."""
+    gen, exe = build(tmp_path, 4, seed=5)
+    full = Types(meta_json(kiln_bin, "types", exe))
+    name = gen.structs[3][0]
+    r = run([kiln_bin, "meta", "types", exe, "--type", f"struct {name}", "--json"])
+    assert r.returncode == 0, r.stderr
+    doc = __import__("json").loads(r.stdout)
+    assert [t["id"] for t in doc["types"]] == [t["id"] for t in full.by_name[("struct", name)]]
+    assert doc["types"] == full.by_name[("struct", name)]
+    ph = run(["pahole", "-F", "dwarf", "-C", name, exe])
+    assert ph.returncode == 0, ph.stderr
+    size, members = parse_pahole(ph.stdout)[name]
+    (t,) = doc["types"]
+    assert t["size"] == size
+    for m in t["members"]:
+        if m["name"] in members and "bit_size" not in m:
+            assert m["offset"] == members[m["name"]][0]
+    # text: a header naming the selection, then the type's own lines
+    r = run([kiln_bin, "meta", "types", exe, "-t", name])
+    assert r.returncode == 0, r.stderr
+    head, first = r.stdout.splitlines()[:2]
+    assert head.endswith(f"--type '{name}': 1 of {len(full.by_id)} types")
+    assert f" struct {name} size={size} " in first
+
+
+def test_type_by_name_typedef_kind_and_absence(kiln_bin, tmp_path):
+    src = tmp_path / "t.c"
+    src.write_text("struct pt { int x, y; };\ntypedef struct pt point;\n"
+                   "union pt2 { int a; char b; };\nenum pt3 { A, B };\n"
+                   "point p; union pt2 u; enum pt3 e;\nint main(void) { return 0; }\n")
+    exe = cc(tmp_path / "t", [src], ["-g"])
+
+    def names(spec):
+        r = run([kiln_bin, "meta", "types", exe, "--type", spec, "--format", "json"])
+        assert r.returncode == 0, r.stderr
+        return [(t["kind"], t["name"]) for t in __import__("json").loads(r.stdout)["types"]]
+    # a typedef brings the type it names
+    assert names("point") == [("struct", "pt"), ("typedef", "point")] or \
+        names("point") == [("typedef", "point"), ("struct", "pt")]
+    assert names("struct pt") == [("struct", "pt")]
+    assert names("union pt2") == [("union", "pt2")]
+    assert names("enum pt3") == [("enum", "pt3")]
+    r = run([kiln_bin, "meta", "types", exe, "--type", "struct pt2"])
+    assert r.returncode == 1 and f"{exe}: no type named 'struct pt2'" in r.stderr
+    r = run([kiln_bin, "meta", "frames", exe, "--type", "pt"])
+    assert r.returncode == 2 and "--type applies to the types tool alone" in r.stderr
+    # the C table of the selection is consistent on its own
+    r = run([kiln_bin, "meta", "types", exe, "--type", "point", "-f", "c"])
+    assert r.returncode == 0 and "kiln_meta_ntypes = 2u" in r.stdout

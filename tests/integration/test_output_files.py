@@ -64,10 +64,31 @@ def leftovers(d):
 
 
 def test_json_dash_is_stdout_to_a_pipe(world):
-    r = world("--json", "-", "--", "true")
+    r = world("--json", "-o", "-", "--", "true")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["exit_status"] == 0
     assert not (world.build / "-").exists()
+    assert "kiln trace report" in r.stderr   # the text report stays on stderr
+
+
+def test_json_alone_goes_to_stdout_and_text_to_a_file(world):
+    r = world("--json", "--", "true")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["exit_status"] == 0
+    r = world("-o", "report.txt", "--", "true")
+    assert r.returncode == 0, r.stderr
+    assert "kiln trace report" in (world.build / "report.txt").read_text()
+    assert "kiln trace report" not in r.stderr
+
+
+def test_spellings_before_the_options_were_unified(world):
+    """--json FILE and --report FILE still work, with a deprecation line."""
+    r = world("--json", "old.json", "--report", "old.txt", "--", "true")
+    assert r.returncode == 0, r.stderr
+    assert json.loads((world.build / "old.json").read_text())["exit_status"] == 0
+    assert "kiln trace report" in (world.build / "old.txt").read_text()
+    assert "'--json FILE' is deprecated; use '--json -o FILE'" in r.stderr
+    assert "--report FILE is deprecated; use -o FILE" in r.stderr
 
 
 def test_symlink_is_followed_and_kept(world, tmp_path):
@@ -76,7 +97,7 @@ def test_symlink_is_followed_and_kept(world, tmp_path):
     target.write_text("old\n")
     target.chmod(0o640)
     (world.build / "link.json").symlink_to(target)
-    r = world("--json", "link.json", "--log", "link.log", "--", "true")
+    r = world("--json", "-o", "link.json", "--log", "link.log", "--", "true")
     assert r.returncode == 0, r.stderr
     assert os.path.islink(world.build / "link.json")
     assert os.readlink(world.build / "link.json") == str(target)
@@ -99,7 +120,7 @@ def test_fifo_is_written_through(world):
     got = []
     reader = threading.Thread(target=lambda: got.append(fifo.read_text()), daemon=True)
     reader.start()
-    r = world("--json", fifo, "--", "true", timeout=60)
+    r = world("--json", "-o", fifo, "--", "true", timeout=60)
     reader.join(timeout=60)
     assert r.returncode == 0, r.stderr
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
@@ -108,19 +129,21 @@ def test_fifo_is_written_through(world):
 
 def test_character_device_is_written_through(world, null_device):
     before = os.stat(null_device)
-    r = world("--json", null_device, "--log", null_device, "--report", null_device, "--", "true")
+    r = world("-o", null_device, "--log", null_device, "--", "true")
+    assert r.returncode == 0, r.stderr
+    assert "kiln trace report" not in r.stderr   # it went to -o
+    r = world("--json", "-o", null_device, "--", "true")
     assert r.returncode == 0, r.stderr
     after = os.lstat(null_device)
     assert stat.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev
     assert after.st_ino == before.st_ino
-    assert "kiln trace report" not in r.stderr   # it went to --report
 
 
 def test_stand_in_symlink_to_dev_stdout(world, dev_stdout):
     """stdout -> dev-stdout -> /proc/self/fd/1: the shape of a link to the
     machine's /dev/stdout, without touching it."""
     (world.build / "stdout").symlink_to(dev_stdout)
-    r = world("--json", "stdout", "--", "true")
+    r = world("--json", "-o", "stdout", "--", "true")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["mode"] == "enforce"
     assert os.readlink(world.build / "stdout") == str(dev_stdout)
@@ -128,12 +151,12 @@ def test_stand_in_symlink_to_dev_stdout(world, dev_stdout):
 
 
 def test_dev_stdout_redirected_to_a_file_is_written_through(world, kiln_bin, tmp_path, dev_stdout):
-    """`--json /dev/stdout > FILE`: the shell's file gets the report, and
+    """`--json -o /dev/stdout > FILE`: the shell's file gets the report, and
     the file is the same file (written through, not replaced)."""
     out = tmp_path / "captured.json"
     with open(out, "w") as f:
         ino = os.fstat(f.fileno()).st_ino
-        p = subprocess.run([str(kiln_bin), "trace", "--db", str(world.db), "--json", str(dev_stdout),
+        p = subprocess.run([str(kiln_bin), "trace", "--db", str(world.db), "--json", "-o", str(dev_stdout),
                             "--", "true"], cwd=world.build, stdout=f, stderr=subprocess.PIPE,
                            text=True, timeout=120)
     assert p.returncode == 0, p.stderr
@@ -150,7 +173,7 @@ mount -t tmpfs kiln-test /dev
 ln -s /proc/self/fd /dev/fd
 ln -s /proc/self/fd/1 /dev/stdout
 mknod -m 666 /dev/null c 1 3
-"{kiln_bin}" trace --db "{world.db}" --json /dev/stdout -- true > "{tmp_path}/out.json"
+"{kiln_bin}" trace --db "{world.db}" --json -o /dev/stdout -- true > "{tmp_path}/out.json"
 if [ -L /dev/stdout ]; then echo STILL-A-LINK; else ls -l /dev/stdout; fi
 """
     r = run(["unshare", "-m", "--propagation", "private", "sh", "-c", script], cwd=world.build)
@@ -166,7 +189,7 @@ def test_regular_file_replaced_keeping_its_mode(world):
     f.write_text("x" * 100000)
     f.chmod(0o604)
     ino = f.stat().st_ino
-    r = world("--json", f, "--", "true")
+    r = world("--json", "-o", f, "--", "true")
     assert r.returncode == 0, r.stderr
     assert json.loads(f.read_text())["exit_status"] == 0
     assert stat.S_IMODE(f.stat().st_mode) == 0o604
@@ -174,19 +197,19 @@ def test_regular_file_replaced_keeping_its_mode(world):
     assert leftovers(world.build) == []
 
 
-@pytest.mark.parametrize("opt", ["--json", "--log", "--report"])
+@pytest.mark.parametrize("opts", [["-o"], ["--json", "-o"], ["--log"]])
 @pytest.mark.parametrize("bad,why", [
     ("nodir/out", "directory nodir does not exist"),
     (".", "a file name is needed"),
     ("sub", "it is a directory"),
     ("file/out", "not a directory"),
 ])
-def test_bad_output_refused_before_anything_runs(world, opt, bad, why):
+def test_bad_output_refused_before_anything_runs(world, opts, bad, why):
     (world.build / "sub").mkdir()
     (world.build / "file").write_text("")
-    r = world(opt, bad, "--", "touch", "RAN")
+    r = world(*opts, bad, "--", "touch", "RAN")
     assert r.returncode == 2
-    assert why in r.stderr and bad in r.stderr and opt in r.stderr
+    assert why in r.stderr and bad in r.stderr and f"{opts[-1]}: " in r.stderr
     assert "nothing was run" in r.stderr
     assert not (world.build / "RAN").exists()
 
@@ -196,14 +219,14 @@ def test_unwritable_directory_refused(world, tmp_path):
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(0o555)
-    r = world("--json", ro / "x.json", "--", "touch", "RAN")
+    r = world("--json", "-o", ro / "x.json", "--", "touch", "RAN")
     assert r.returncode == 2 and str(ro) in r.stderr
     assert not (world.build / "RAN").exists()
 
 
 def test_read_only_file_system_refused(world, tmp_path):
     """/proc/sys is read-only to everyone, root included."""
-    r = world("--json", "/proc/sys/kiln-test.json", "--", "touch", "RAN")
+    r = world("--json", "-o", "/proc/sys/kiln-test.json", "--", "touch", "RAN")
     assert r.returncode == 2, r.stderr
     assert "/proc/sys/kiln-test.json" in r.stderr
     assert not (world.build / "RAN").exists()

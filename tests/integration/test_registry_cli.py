@@ -255,23 +255,28 @@ def test_owner_of_unknown_path(kiln_bin, db):
 
 
 @pytest.mark.parametrize("args,msg", [
-    ([], "usage: kiln registry"),
+    ([], "no command given"),
     (["frob"], "unknown command 'frob'"),
     (["--frob", "stats"], "unknown option '--frob'"),
-    (["owner"], "name at least one PATH"),
-    (["import"], "say what to import"),
-    (["import", "rpm"], "unknown source 'rpm'"),
-    (["import", "manifest"], "name at least one FILE"),
-    (["deps"], "name one PKG"),
-    (["--db"], "--db needs an argument"),
+    (["owner"], "owner: name at least one PATH"),
+    (["import"], "import: say what to import: 'dpkg' or 'manifest FILE...'"),
+    (["import", "rpm"], "import: unknown source 'rpm' (dpkg or manifest)"),
+    (["import", "manifest"], "import manifest: name at least one FILE"),
+    (["deps"], "deps: name one PKG"),
+    (["rdeps", "a", "b"], "rdeps: name one PKG"),
+    (["packages", "a", "b"], "packages: unexpected argument 'b'"),
+    (["--db"], "option '--db' needs a value (FILE)"),
+    (["--json=yes", "stats"], "option '--json' takes no value"),
     (["owner", "--root", "/", "/x"], "--root does not apply to 'owner'"),
     (["files", "--closure", "x"], "--closure does not apply to 'files'"),
     (["deps", "--essential", "x"], "--essential does not apply to 'deps' without --closure"),
 ])
 def test_usage_errors(kiln_bin, args, msg):
+    """One line, in the one form every kiln command uses, and status 2."""
     r = run([kiln_bin, "registry", *args])
     assert r.returncode == 2
-    assert msg in r.stderr
+    assert r.stderr == f"kiln registry: {msg}; see 'kiln registry --help'\n"
+    assert r.stdout == ""
 
 
 def test_help(kiln_bin):
@@ -280,3 +285,43 @@ def test_help(kiln_bin):
     for word in ("import dpkg", "import manifest", "owner PATH", "files PKG", "--closure",
                  "rdeps PKG", "stats", "--db FILE", "--json"):
         assert word in r.stdout
+
+
+def test_empty_results_say_so_on_stderr(kiln_bin, db):
+    # tool depends on libtool-rt and awk; nothing depends on tool
+    r = kiln(kiln_bin, db, "rdeps", "tool")
+    assert r.returncode == 0 and r.stdout == ""
+    assert r.stderr == "kiln registry: no installed package depends on tool\n"
+    r = kiln(kiln_bin, db, "--json", "rdeps", "tool")
+    assert json.loads(r.stdout) == {"package": "tool", "rdeps": []}
+    assert "no installed package depends on tool" in r.stderr
+    r = kiln(kiln_bin, db, "deps", "awk-impl")
+    assert r.returncode == 0 and r.stdout == ""
+    assert "package awk-impl has no Depends or Pre-Depends" in r.stderr
+    r = kiln(kiln_bin, db, "packages", "zzz")
+    assert r.returncode == 0 and r.stdout == ""
+    assert "no installed package name starts with 'zzz'" in r.stderr
+    # a result is not announced
+    r = kiln(kiln_bin, db, "rdeps", "libtool-rt")
+    assert r.stdout == "tool\n" and r.stderr == ""
+
+
+def test_packages_lists_names(kiln_bin, db):
+    r = kiln(kiln_bin, db, "packages")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["awk-impl", "libtool-rt", "tool"]
+    assert kiln(kiln_bin, db, "packages", "libt").stdout == "libtool-rt\n"
+    assert kjson(kiln_bin, db, "packages", "t") == ["tool"]
+
+
+def test_output_file(kiln_bin, db, tmp_path):
+    out = tmp_path / "owners.json"
+    r = kiln(kiln_bin, db, "owner", "--json", "-o", out, "/opt/kt/bin/tool")
+    assert r.returncode == 0 and r.stdout == "", r.stderr
+    assert json.loads(out.read_text())[0]["owners"] == ["tool"]
+    # a failed command leaves an existing file as it was
+    out.write_text("kept\n")
+    r = kiln(kiln_bin, db, "files", "nope", "--output", out)
+    assert r.returncode == 1 and out.read_text() == "kept\n"
+    r = kiln(kiln_bin, db, "stats", "-o", tmp_path / "nodir" / "x")
+    assert r.returncode == 2 and "nodir" in r.stderr and "does not exist" in r.stderr

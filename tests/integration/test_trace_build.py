@@ -51,7 +51,7 @@ def project(tmp_path):
 
 def test_undeclared_library_is_absent_and_reported(kiln_bin, dpkg_db, project):
     r = run([kiln_bin, "trace", "--db", dpkg_db, "--deps", "gcc,libc6-dev",
-             "--json", "report.json", "--", "./configure"], cwd=project)
+             "--json", "-o", "report.json", "--", "./configure"], cwd=project)
     assert r.returncode == 0, r.stderr
     assert "checking for sqlite3... no" in r.stdout
     assert (project / "config.mk").read_text() == "HAVE_SQLITE3=0\n"

@@ -71,13 +71,13 @@ def test_repeated_questions_hit_the_cache(world, kiln_bin, helper, trace_cached)
     b = world.build
     (b / "x.h").write_text("mine\n")
     script = "for i in 1 2 3 4 5 6 7 8 9 10; do cat x.h /usr/include/stdio.h >/dev/null; done"
-    r = traced_sh(kiln_bin, world, script, "--stats", "--json", b / "r.json")
+    r = traced_sh(kiln_bin, world, script, "--stats", "--json", "-o", b / "r.json")
     assert r.returncode == 0, r.stderr
     c = cache_json(b / "r.json")["cache"]
     assert set(c) == {"enabled", "hits", "misses", "round_trips", "listings", "map_bytes", "entries"}
     assert re.search(r"verdict cache (on|off)", r.stderr)
     assert f"round trips  {c['round_trips']} " in r.stderr
-    r2 = traced_sh(kiln_bin, world, script, "--no-cache", "--json", b / "n.json")
+    r2 = traced_sh(kiln_bin, world, script, "--no-cache", "--json", "-o", b / "n.json")
     assert r2.returncode == 0, r2.stderr
     n = cache_json(b / "n.json")
     assert n["cache"]["enabled"] is False and n["cache"]["hits"] == 0
@@ -105,7 +105,7 @@ def test_global_proc_files_hit_per_process_ones_ask(world, kiln_bin, trace_cache
     rts = {}
     for name in ("filesystems", "self/status"):
         script = f"for i in 1 2 3 4 5 6 7 8 9 10; do cat /proc/{name} >/dev/null; done"
-        r = traced_sh(kiln_bin, world, script, "--json", b / "r.json")
+        r = traced_sh(kiln_bin, world, script, "--json", "-o", b / "r.json")
         assert r.returncode == 0, r.stderr
         rts[name] = cache_json(b / "r.json")["cache"]["round_trips"]
     if trace_cached:
@@ -121,7 +121,7 @@ def test_same_report_and_log_in_both_modes(world, kiln_bin):
               f"touch {inc}/new.h out.o; done; true")
     reports = []
     for mode in ([], ["--no-cache"]):
-        r = traced_sh(kiln_bin, world, script, *mode, "--json", b / "r.json", "--log", b / "r.log")
+        r = traced_sh(kiln_bin, world, script, *mode, "--json", "-o", b / "r.json", "--log", b / "r.log")
         assert r.returncode == 0, r.stderr
         j = cache_json(b / "r.json")
         log = sorted((b / "r.log").read_text().splitlines())
@@ -140,7 +140,7 @@ def test_same_report_and_log_in_both_modes(world, kiln_bin):
 def test_first_reached_by_names_the_first_asker(world, kiln_bin, trace_cached):
     inc, b = world.inc, world.build
     script = f"cat {inc}/foo.h 2>/dev/null; head -c1 {inc}/foo.h 2>/dev/null; true"
-    r = traced_sh(kiln_bin, world, script, "--json", b / "r.json")
+    r = traced_sh(kiln_bin, world, script, "--json", "-o", b / "r.json")
     hidden = cache_json(b / "r.json")["hidden"]
     who = [h for h in hidden if h["path"] == f"{inc}/foo.h"][0]
     assert "cat" in json.dumps(who), who
@@ -184,7 +184,7 @@ def test_managed_tree_answers_and_listings_from_the_cache(world, kiln_bin, helpe
                helper("hammer"), 1, 1, *paths], cwd=world.build)
     assert ref.returncode == 0, ref.stderr
     script = " ; ".join([f"{helper('hammer')} 2 3 " + " ".join(map(str, paths))] * 4)
-    r = run([kiln_bin, "trace", *world.args, *managed(world), "--json", world.build / "r.json",
+    r = run([kiln_bin, "trace", *world.args, *managed(world), "--json", "-o", world.build / "r.json",
              "--", "sh", "-c", script], cwd=world.build)
     assert r.returncode == 0, r.stderr
     want = hammer_lines(ref.stdout)

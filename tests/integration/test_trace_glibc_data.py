@@ -106,7 +106,7 @@ class LocaleWorld:
         cmd = [sys.executable, script, *names]
         if traced:
             cmd = [self.kiln, "trace", "--db", self.db, "--deps", "locales-yy", "--ask", self.sys,
-                   "--json", os.path.join(self.top, "report.json"), *extra, "--", *cmd]
+                   "--json", "-o", os.path.join(self.top, "report.json"), *extra, "--", *cmd]
         r = run(cmd, env=env, cwd=self.build)
         assert r.returncode == 0, r.stderr[-3000:]
         return r.stdout.splitlines(), r.stderr

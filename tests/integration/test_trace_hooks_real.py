@@ -29,7 +29,7 @@ def traced(kiln_bin, tmp_path):
 
     def trace(*args):
         res = run([kiln_bin, "trace", "--db", db, "--deps", "dep", "--ask", root,
-                   "--json", tmp_path / "report.json", "--", HOOKCALL, *args], cwd=tmp_path)
+                   "--json", "-o", tmp_path / "report.json", "--", HOOKCALL, *args], cwd=tmp_path)
         assert res.returncode == 0, res.stderr
         report = json.loads((tmp_path / "report.json").read_text())
         return res.stdout.splitlines(), report

@@ -30,7 +30,7 @@ ls /tmp | grep -c "^$(basename "$R")\$"; true
 
 
 def test_run_dir_cannot_be_touched_and_answers_as_absent(uworld):
-    r = uworld.run("--json", "r.json", command=["sh", "-c", ATTACKS])
+    r = uworld.run("--json", "-o", "r.json", command=["sh", "-c", ATTACKS])
     assert r.returncode == 0, r.stderr
     out = r.stdout.split("== X\n")
     assert len(out) == 3, r.stdout

@@ -108,7 +108,7 @@ def test_dpkg_buildpackage_writes_its_artifacts_beside_the_tree(kiln_bin, dpkg_d
             else ["--deps", "debhelper"])
     # (no --strict: harmless probes, e.g. dpkg-buildpackage's for gpg, are
     # still counted as hidden until the report ranks them)
-    r = run([kiln_bin, "trace", "--db", dpkg_db, *deps, "--json", "../report.json",
+    r = run([kiln_bin, "trace", "--db", dpkg_db, *deps, "--json", "-o", "../report.json",
              "--", "dpkg-buildpackage", "-b", "-uc", "-us"], cwd=src, env=build_env(), timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-5000:]
     made = sorted(os.listdir(scratch))

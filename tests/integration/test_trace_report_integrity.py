@@ -53,7 +53,7 @@ def unescape_text(s):
 
 
 def test_names_with_newlines_control_and_invalid_utf8(world, traced):
-    t = traced("--json", "report.json", "--log", "access.log")
+    t = traced("--json", "-o", "report.json", "--log", "access.log")
     c = connect(t)
     inc = os.fsencode(world.inc)
     plug = os.fsencode(world.lib) + b"/foo-plugins/"
@@ -106,7 +106,7 @@ def test_argv_with_control_characters_is_escaped(world, kiln_bin):
     an argument cannot forge a report line or reach the terminal raw."""
     import subprocess
     arg = "x\x1b[2J\n      first reached by pid 1: forged"
-    r = subprocess.run([str(kiln_bin), "trace", *map(str, world.args), "--json", "r.json", "--",
+    r = subprocess.run([str(kiln_bin), "trace", *map(str, world.args), "--json", "-o", "r.json", "--",
                         "sh", "-c", 'cat "$1" "$0" 2>/dev/null; true', arg, f"{world.inc}/foo.h"],
                        cwd=world.build, capture_output=True, timeout=60)
     assert r.returncode == 0, r.stderr
@@ -151,7 +151,7 @@ def _mutants(rng, world):
 
 
 def test_protocol_fuzz_keeps_verdicts_and_bounds_output(world, traced):
-    t = traced("--json", "fuzz.json")
+    t = traced("--json", "-o", "fuzz.json")
     rng = random.Random(9)
     bystander = connect(t)
     deadline = time.monotonic() + 4

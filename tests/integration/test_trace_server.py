@@ -411,7 +411,7 @@ def test_strict_fails_on_violation(world, traced):
 
 
 def test_json_report_and_log(world, traced):
-    t = traced("--json", "report.json", "--log", "access.log")
+    t = traced("--json", "-o", "report.json", "--log", "access.log")
     c = connect(t)
     c.ask(f"{world.inc}/foo.h", tp.READ)
     c.ask(f"{world.inc}/foo.h", tp.STAT)
@@ -444,7 +444,7 @@ def test_json_report_and_log(world, traced):
 
 
 def test_totals_count_processes_not_connections(world, traced):
-    t = traced("--json", "report.json")
+    t = traced("--json", "-o", "report.json")
     first, second = connect(t), connect(t)   # one process, two connections
     first.ask(f"{world.inc}/dep.h", tp.READ)
     second.ask(f"{world.inc}/dep.h", tp.STAT)
@@ -549,16 +549,22 @@ def test_bad_policy_file_is_an_error(world, kiln_bin, tmp_path):
 
 
 def test_preload_library_found_in_the_installed_layout(world, build_dir, tmp_path):
+    """PREFIX/bin/kiln finds PREFIX/lib/MULTIARCH/kiln/libkiln-trace.so, as
+    `make install` and the Debian package lay them out, wherever PREFIX is
+    (an unpacked package too); its path goes into LD_PRELOAD without '..'."""
+    multiarch = run(["cc", "-print-multiarch"]).stdout.strip() or "x86_64-linux-gnu"
     prefix = tmp_path / "prefix"
+    libdir = prefix / "lib" / multiarch / "kiln"
     (prefix / "bin").mkdir(parents=True)
-    (prefix / "lib" / "kiln").mkdir(parents=True)
+    libdir.mkdir(parents=True)
     shutil.copy(build_dir / "kiln", prefix / "bin" / "kiln")
-    shutil.copy(build_dir / "libkiln-trace.so", prefix / "lib" / "kiln" / "libkiln-trace.so")
+    shutil.copy(build_dir / "libkiln-trace.so", libdir / "libkiln-trace.so")
     r = run([prefix / "bin" / "kiln", "trace", *world.args, "--", "sh", "-c", 'echo "$LD_PRELOAD"'],
             cwd=world.build)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split(":")[0].strip() == str(prefix / "lib" / "kiln" / "libkiln-trace.so")
-    (prefix / "lib" / "kiln" / "libkiln-trace.so").unlink()
+    assert r.stdout.split(":")[0].strip() == os.path.realpath(libdir / "libkiln-trace.so")
+    (libdir / "libkiln-trace.so").unlink()
     r = run([prefix / "bin" / "kiln", "trace", *world.args, "--", "true"], cwd=world.build)
     assert r.returncode == 125
     assert "cannot find the preload library" in r.stderr
+    assert str(prefix / "bin" / "libkiln-trace.so") in r.stderr

@@ -31,7 +31,7 @@ def probe(w, pairs, *trace_args, traced=True):
         f.write(PROBE)
     args = [x for pair in pairs for x in pair]
     if traced:
-        r = w.run(*trace_args, "--json", os.path.join(w.build, "r.json"), command=["python3", script, *args])
+        r = w.run(*trace_args, "--json", "-o", os.path.join(w.build, "r.json"), command=["python3", script, *args])
     else:
         r = subprocess.run([*w.runas, sys.executable, script, *args], cwd=w.build, capture_output=True,
                            text=True, timeout=60)
@@ -74,7 +74,7 @@ def test_a_real_write_is_still_refused(uworld):
     script = os.path.join(uworld.build, "w.py")
     with open(script, "w") as f:
         f.write(PROBE_PRELUDE + "show('open-w', lambda: os.open(sys.argv[1], os.O_WRONLY))\n")
-    r = uworld.run("--strict", "--json", os.path.join(uworld.build, "r.json"),
+    r = uworld.run("--strict", "--json", "-o", os.path.join(uworld.build, "r.json"),
                    command=["python3", script, os.path.join(uworld.inc, "dep.h")])
     assert r.stdout.split() == ["open-w", "EACCES"]
     assert r.returncode == 1

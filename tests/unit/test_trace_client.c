@@ -215,9 +215,60 @@ static void test_server_gone_fails_closed(void **state)
 	assert_int_equal(kiln_ask_dir("/x", names, 1, hidden), -1);
 }
 
+/* Every variable kiln puts back into exec environments is captured at
+ * start-up (the constructor skips entries by their first letter: a name
+ * that did not start with 'L' or 'K' would be lost), and nothing else is. */
+static const char *const kept_env[] = {
+	"LD_PRELOAD=/k/lib.so", "KILN_SOCKET=/k/s", "KILN_PRELOAD=/k/p", "KILN_CACHE=/k/c",
+	"KILN_RUN_DIR=/k", "KILN_NAMESPACES=allow", "KILN_TRACE_MARKS=0",
+};
+#define NKEPT_ENV (sizeof kept_env / sizeof kept_env[0])
+
+static int check_captured_env(void)
+{
+	size_t n;
+	const char *const *all = kt_env_all(&n);
+	if (n != NKEPT_ENV)
+		return 1;
+	for (size_t i = 0; i < NKEPT_ENV; i++) {
+		const char *eq = strchr(kept_env[i], '=');
+		char name[64];
+		snprintf(name, sizeof name, "%.*s", (int)(eq - kept_env[i]), kept_env[i]);
+		const char *v = kt_env(name);
+		if (!v || strcmp(v, eq + 1) != 0 || strcmp(all[i], kept_env[i]) != 0)
+			return 1;
+	}
+	return kt_env("KILN_OTHER") != NULL || kt_env("LD_LIBRARY_PATH") != NULL;
+}
+
+static void test_every_kept_variable_is_captured(void **state)
+{
+	(void)state;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char *envp[NKEPT_ENV + 4];
+		size_t k = 0;
+		envp[k++] = "A_FIRST=1";
+		for (size_t i = 0; i < NKEPT_ENV; i++)
+			envp[k++] = (char *)kept_env[i];
+		envp[k++] = "LD_LIBRARY_PATH=/x";
+		envp[k++] = "KILN_OTHER=1";
+		envp[k] = NULL;
+		char *argv[] = { "test_trace_client", "--check-captured-env", NULL };
+		execve("/proc/self/exe", argv, envp);
+		_exit(2);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(int argc, char **argv)
 {
-	(void)argc;
+	if (argc > 1 && !strcmp(argv[1], "--check-captured-env"))
+		return check_captured_env();
 	if (!getenv("KT_TEST_SERVER_PID")) {
 		char dir[] = "/tmp/kiln-client-test-XXXXXX";
 		if (!mkdtemp(dir))
@@ -246,6 +297,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_kiln_fds),
 		cmocka_unit_test(test_fork_child_reconnects),
 		cmocka_unit_test(test_server_gone_fails_closed),
+		cmocka_unit_test(test_every_kept_variable_is_captured),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);
 	char path[200];

@@ -67,12 +67,40 @@ static void test_at_cwd_and_fd(void **state)
 	assert_int_equal(kt_fd_path(-1, out), -EBADF);
 }
 
+/* The base is read into the output buffer itself, then the relative path is
+ * appended: the root as cwd, "." alone, and a result over the limit. */
+static void test_at_base_in_place(void **state)
+{
+	(void)state;
+	char out[KT_PATH_BUF], cwd[KT_PATH_BUF];
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	assert_int_equal(chdir("/"), 0);
+	assert_int_equal(kt_path_at(AT_FDCWD, "a//b/.", out), 4);
+	assert_string_equal(out, "/a/b");
+	assert_int_equal(kt_path_at(AT_FDCWD, ".", out), 1);
+	assert_string_equal(out, "/");
+	assert_int_equal(kt_path_at(AT_FDCWD, "..", out), 3);
+	assert_string_equal(out, "/..");
+	assert_int_equal(chdir("/usr"), 0);
+	assert_int_equal(kt_path_at(AT_FDCWD, "./", out), 4);
+	assert_string_equal(out, "/usr");
+	char rel[KT_PATH_BUF];
+	memset(rel, 'x', KILN_PATH_MAX - 4); /* "/usr/" + this is one byte too long */
+	rel[KILN_PATH_MAX - 4] = '\0';
+	assert_int_equal(kt_path_at(AT_FDCWD, rel, out), -ENAMETOOLONG);
+	rel[KILN_PATH_MAX - 5] = '\0'; /* exactly at the limit */
+	assert_int_equal(kt_path_at(AT_FDCWD, rel, out), (int)KILN_PATH_MAX);
+	assert_int_equal(strlen(out), KILN_PATH_MAX);
+	assert_int_equal(chdir(cwd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_join),
 		cmocka_unit_test(test_too_long),
 		cmocka_unit_test(test_at_cwd_and_fd),
+		cmocka_unit_test(test_at_base_in_place),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

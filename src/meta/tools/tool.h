@@ -42,6 +42,11 @@ int meta_format_parse(const char *s, enum meta_format *out);
 const char *meta_format_ext(enum meta_format f); /* "txt", "json", "c" */
 
 int meta_tool_types(struct meta_model *m, FILE *out, enum meta_format fmt, struct meta_err *err);
+/* `types --type NAME`: only the types named NAME ("foo", or "struct foo" for
+ * one kind), definitions before declarations, and for a typedef the types
+ * it names; -1 with err set when there is none. */
+int meta_tool_types_named(struct meta_model *m, FILE *out, enum meta_format fmt, const char *name,
+			  struct meta_err *err);
 int meta_tool_frames(struct meta_model *m, FILE *out, enum meta_format fmt, struct meta_err *err);
 int meta_tool_extrasyms(struct meta_model *m, FILE *out, enum meta_format fmt, struct meta_err *err);
 int meta_tool_syscalls(struct meta_model *m, FILE *out, enum meta_format fmt, struct meta_err *err);

@@ -2,6 +2,7 @@
  * appearance in the DWARF. Formats: docs/meta-formats.md. */
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "meta/tools/obuf.h"
 #include "meta/tools/tool.h"
@@ -203,7 +204,8 @@ static void put_c_int64(FILE *out, uint64_t value)
 		fprintf(out, "%" PRId64, (int64_t)value);
 }
 
-static void c_tables(FILE *out, const struct meta_model *m)
+/* SEL: which classes (NULL: all). */
+static void c_tables(FILE *out, const struct meta_model *m, const unsigned char *sel)
 {
 	fputs("#include <stdint.h>\n\n"
 	      "struct kiln_meta_type {\n\tuint64_t id;\n\tconst char *kind;\n\tconst char *name;\n"
@@ -221,6 +223,8 @@ static void c_tables(FILE *out, const struct meta_model *m)
 	uint32_t nmem = 0;
 	struct meta_vbase vb[META_MAX_VBASES];
 	for (size_t i = 0; i < m->nclasses; i++) {
+		if (sel && !sel[i])
+			continue;
 		const struct meta_type *t = &m->types[m->classes[i].rep];
 		for (uint32_t k = 0; k < t->nmembers; k++) {
 			const struct meta_member *mm = &m->members[t->first + k];
@@ -244,7 +248,11 @@ static void c_tables(FILE *out, const struct meta_model *m)
 	}
 	fputs("\t{ 0, 0, 0, 0, 0, 0 }\n};\n\nconst struct kiln_meta_type kiln_meta_types[] = {\n", out);
 	uint32_t first = 0;
+	size_t ntypes = 0;
 	for (size_t i = 0; i < m->nclasses; i++) {
+		if (sel && !sel[i])
+			continue;
+		ntypes++;
 		const struct meta_class *c = &m->classes[i];
 		const struct meta_type *t = &m->types[c->rep];
 		fprintf(out, "\t{ 0x%016" PRIx64 "u, \"%s\", ", c->id, meta_kind_name(t->kind));
@@ -260,13 +268,14 @@ static void c_tables(FILE *out, const struct meta_model *m)
 	}
 	fprintf(out, "\t{ 0, 0, 0, 0, 0, 0, 0, 0 }\n};\n\n"
 		"const uint32_t kiln_meta_ntypes = %zuu;\nconst uint32_t kiln_meta_nmembers = %uu;\n",
-		m->nclasses, nmem);
+		ntypes, nmem);
 }
 
-int meta_tool_types(struct meta_model *m, FILE *out, enum meta_format fmt, struct meta_err *err)
+/* The listing of the classes in SEL (NULL: all), HOW saying which in the
+ * text header. */
+static int put_types(struct meta_model *m, FILE *out, enum meta_format fmt, const unsigned char *sel,
+		     size_t nsel, const char *how, struct meta_err *err)
 {
-	if (meta_need_dwarf(m, "types", err))
-		return -1;
 	switch (fmt) {
 	case META_FMT_TEXT: {
 		struct meta_obuf *o = meta_obuf_new(out);
@@ -274,29 +283,116 @@ int meta_tool_types(struct meta_model *m, FILE *out, enum meta_format fmt, struc
 			meta_set_err(err, "%s: out of memory", m->path);
 			return -1;
 		}
-		fprintf(out, "# kiln meta types %s: %zu types from %zu DIEs in %zu units\n", m->path,
-			m->nclasses, m->ntypes, m->ncus);
+		if (sel)
+			fprintf(out, "# kiln meta types %s %s: %zu of %zu types\n", m->path, how, nsel,
+				m->nclasses);
+		else
+			fprintf(out, "# kiln meta types %s: %zu types from %zu DIEs in %zu units\n", m->path,
+				m->nclasses, m->ntypes, m->ncus);
 		for (size_t i = 0; i < m->nclasses; i++)
-			text_type(o, m, &m->classes[i]);
+			if (!sel || sel[i])
+				text_type(o, m, &m->classes[i]);
 		meta_obuf_flush(o);
 		free(o);
 		break;
 	}
-	case META_FMT_JSON:
+	case META_FMT_JSON: {
 		fputs("{\"tool\":\"types\",\"binary\":", out);
 		meta_put_json_str(out, m->path);
 		fputs(",\"types\":[\n", out);
+		size_t done = 0, total = sel ? nsel : m->nclasses;
 		for (size_t i = 0; i < m->nclasses; i++) {
+			if (sel && !sel[i])
+				continue;
 			json_type(out, m, &m->classes[i]);
-			fputs(i + 1 < m->nclasses ? ",\n" : "\n", out);
+			fputs(++done < total ? ",\n" : "\n", out);
 		}
 		fputs("]}\n", out);
 		break;
+	}
 	case META_FMT_C:
 		fputs("/* kiln meta types: generated from ", out);
 		fputs("the binary's DWARF; layout in docs/meta-formats.md */\n", out);
-		c_tables(out, m);
+		c_tables(out, m, sel);
 		break;
 	}
 	return 0;
+}
+
+int meta_tool_types(struct meta_model *m, FILE *out, enum meta_format fmt, struct meta_err *err)
+{
+	if (meta_need_dwarf(m, "types", err))
+		return -1;
+	return put_types(m, out, fmt, NULL, 0, NULL, err);
+}
+
+/* "struct foo" -> kind META_STRUCT and "foo"; "foo" -> any kind. */
+static const char *split_kind(const char *spec, int *kind)
+{
+	static const struct {
+		const char *word;
+		int kind;
+	} kinds[] = { { "struct ", META_STRUCT }, { "union ", META_UNION }, { "class ", META_CLASS },
+		      { "enum ", META_ENUM } };
+	*kind = -1;
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+		size_t n = strlen(kinds[i].word);
+		if (!strncmp(spec, kinds[i].word, n)) {
+			*kind = kinds[i].kind;
+			for (spec += n; *spec == ' ';)
+				spec++;
+			return spec;
+		}
+	}
+	return spec;
+}
+
+static size_t select_class(unsigned char *sel, uint32_t c)
+{
+	if (sel[c])
+		return 0;
+	sel[c] = 1;
+	return 1;
+}
+
+int meta_tool_types_named(struct meta_model *m, FILE *out, enum meta_format fmt, const char *spec,
+			  struct meta_err *err)
+{
+	if (meta_need_dwarf(m, "types", err))
+		return -1;
+	int kind;
+	const char *name = split_kind(spec, &kind);
+	unsigned char *sel = calloc(m->nclasses ? m->nclasses : 1, 1);
+	if (!sel) {
+		meta_set_err(err, "%s: out of memory", m->path);
+		return -1;
+	}
+	/* Definitions first; a name only declared (`struct foo;`) shows its
+	 * declaration. A typedef brings the types it names along. */
+	size_t nsel = 0;
+	for (int pass = 0; pass < 2 && !nsel; pass++) {
+		for (size_t i = 0; i < m->nclasses; i++) {
+			const struct meta_type *t = &m->types[m->classes[i].rep];
+			if (!t->name || strcmp(t->name, name) || (kind >= 0 && t->kind != kind) ||
+			    (pass == 0 && (t->flags & META_T_DECLARATION)))
+				continue;
+			nsel += select_class(sel, (uint32_t)i);
+			for (int depth = 0; t->kind == META_TYPEDEF && t->ref != META_NONE && depth < 16; depth++) {
+				uint32_t c = m->classes[m->types[t->ref].cls].target;
+				nsel += select_class(sel, c);
+				t = &m->types[m->classes[c].rep];
+			}
+		}
+	}
+	int rc;
+	if (!nsel) {
+		meta_set_err(err, "%s: no type named '%s'", m->path, spec);
+		rc = -1;
+	} else {
+		char how[300];
+		snprintf(how, sizeof how, "--type '%s'", spec);
+		rc = put_types(m, out, fmt, sel, nsel, how, err);
+	}
+	free(sel);
+	return rc;
 }

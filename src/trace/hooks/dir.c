@@ -27,7 +27,7 @@
 #include "trace/rawsys.h"
 
 #define REAL(name, type) ((type)kt_real(&real_##name, #name))
-static void *_Atomic real_readdir64, *_Atomic real_closedir, *_Atomic real_rewinddir,
+static KT_HOT void *_Atomic real_readdir64, *_Atomic real_closedir, *_Atomic real_rewinddir,
 	*_Atomic real_seekdir, *_Atomic real_telldir, *_Atomic real_getdents64,
 	*_Atomic real_scandirat, *_Atomic real_nftw, *_Atomic real_fts_read, *_Atomic real_fts_open, *_Atomic real_fts64_open,
 	*_Atomic real_fts_set, *_Atomic real_fts64_read, *_Atomic real_fts64_set,

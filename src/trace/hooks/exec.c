@@ -27,7 +27,7 @@
 extern char **environ;
 
 #define REAL(name, type) ((type)kt_real(&real_##name, #name))
-static void *_Atomic real_execve, *_Atomic real_execveat, *_Atomic real_fexecve,
+static KT_HOT void *_Atomic real_execve, *_Atomic real_execveat, *_Atomic real_fexecve,
 	*_Atomic real_posix_spawn;
 
 /* ---- what is about to run ------------------------------------------------ */
@@ -67,35 +67,41 @@ static void inspect(int fd, const char *shown_path, char *interp, size_t cap)
 	memcpy(&eh, head, sizeof eh);
 	if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > 64)
 		return;
-	Elf64_Phdr ph[64];
-	size_t want = (size_t)eh.e_phnum * sizeof(Elf64_Phdr);
-	if (kt_sys4(SYS_pread64, fd, ph, want, eh.e_phoff) != (long)want)
-		return;
-	for (int i = 0; i < eh.e_phnum; i++)
-		if (ph[i].p_type == PT_INTERP)
+	/* Eight program headers at a time: every exec runs this, and a new
+	 * process pays a page fault for each page of stack it first touches. */
+	Elf64_Phdr ph[8];
+	for (unsigned at = 0; at < eh.e_phnum; at += 8) {
+		unsigned k = eh.e_phnum - at < 8 ? eh.e_phnum - at : 8;
+		size_t want = k * sizeof(Elf64_Phdr);
+		if (kt_sys4(SYS_pread64, fd, ph, want, eh.e_phoff + at * sizeof(Elf64_Phdr)) !=
+		    (long)want)
 			return;
+		for (unsigned i = 0; i < k; i++)
+			if (ph[i].p_type == PT_INTERP)
+				return;
+	}
 	kiln_event(KILN_E_STATIC_EXEC, shown_path);
 }
 
-/* Checks an exec target given as an absolute clean path (abs is used as
- * scratch), then its #! interpreters. Returns 0 or the errno the exec must
- * fail with. */
-static int check_exec_abs(char *abs, unsigned qf)
+/* Checks an exec target given as an absolute clean path of length n in
+ * q->path (the question buffer is reused for each #! interpreter), then its
+ * interpreters. Returns 0 or the errno the exec must fail with. */
+static int check_exec_abs(struct kt_question *q, int n, unsigned qf)
 {
-	int n;
 	for (int depth = 0; depth < 5; depth++) {
-		int e = kt_verdict_errno(kiln_ask(abs, KILN_A_EXEC, qf), KILN_A_EXEC);
+		int e = kt_verdict_errno(kt_ask_question(q, (size_t)n, KILN_A_EXEC, qf), KILN_A_EXEC);
 		if (e)
 			return e;
-		long fd = kt_sys4(SYS_openat, AT_FDCWD, abs, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0);
+		long fd = kt_sys4(SYS_openat, AT_FDCWD, q->path,
+				  O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0);
 		if (fd < 0)
 			return 0; /* unreadable or missing: the kernel decides */
-		char interp[KT_PATH_BUF];
-		inspect((int)fd, abs, interp, sizeof interp);
+		char interp[256]; /* inspect reads a #! line of at most 255 bytes */
+		inspect((int)fd, q->path, interp, sizeof interp);
 		kt_close((int)fd);
 		if (!interp[0])
 			return 0;
-		n = kt_path_at(AT_FDCWD, interp, abs);
+		n = kt_path_at(AT_FDCWD, interp, q->path);
 		if (n < 0)
 			return -n;
 		qf = 0;
@@ -104,22 +110,22 @@ static int check_exec_abs(char *abs, unsigned qf)
 }
 
 /* Checks an exec target given as (dirfd, path, atflags), then its #!
- * interpreters. Returns 0 or the errno the exec must fail with. */
-static int check_exec(int dirfd, const char *path, int atflags)
+ * interpreters, in the caller's question buffer. Returns 0 or the errno the
+ * exec must fail with. */
+static int check_exec(struct kt_question *q, int dirfd, const char *path, int atflags)
 {
-	char abs[KT_PATH_BUF];
 	if (!path)
 		return 0;
 	int n;
 	if (!path[0] && (atflags & AT_EMPTY_PATH))
-		n = kt_fd_path(dirfd, abs);
+		n = kt_fd_path(dirfd, q->path);
 	else if (!path[0])
 		return 0; /* execve reports ENOENT itself */
 	else
-		n = kt_path_at(dirfd, path, abs);
+		n = kt_path_at(dirfd, path, q->path);
 	if (n < 0)
 		return -n;
-	return check_exec_abs(abs, (atflags & AT_SYMLINK_NOFOLLOW) ? KILN_Q_NOFOLLOW : 0);
+	return check_exec_abs(q, n, (atflags & AT_SYMLINK_NOFOLLOW) ? KILN_Q_NOFOLLOW : 0);
 }
 
 /* Where a spawn's relative path points in the child: under the directory
@@ -149,6 +155,8 @@ struct env {
 
 static int is_kept(const char *entry, int replacing_preload)
 {
+	if (!kt_may_be_kept(entry))
+		return 0;
 	size_t n;
 	const char *const *kept = kt_env_all(&n);
 	const char *eq = strchr(entry, '=');
@@ -171,7 +179,7 @@ static const char *preload_entry(char *const envp[], struct env *e)
 		return NULL;
 	const char *theirs = NULL;
 	for (size_t i = 0; envp && envp[i]; i++)
-		if (!strncmp(envp[i], "LD_PRELOAD=", 11))
+		if (kt_may_be_kept(envp[i]) && !strncmp(envp[i], "LD_PRELOAD=", 11))
 			theirs = envp[i] + 11;
 	if (theirs && strstr(theirs, ours))
 		return theirs - 11;
@@ -244,7 +252,11 @@ static int exec_checked(enum exec_how how, void *real, int dirfd, const char *pa
 			char *const argv[], char *const envp[], int atflags)
 {
 	kt_enter();
-	int e = check_exec(dirfd, path, atflags);
+	int e;
+	{ /* its own scope: the compiler reuses its stack for env below */
+		struct kt_question q;
+		e = check_exec(&q, dirfd, path, atflags);
+	}
 	if (!e) {
 		char *stack[ENV_STACK];
 		struct env env;
@@ -448,9 +460,13 @@ int kt_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
 	int refused = fa ? kt_spawn_refused(fa) : 0;
 	if (refused)
 		return refused;
-	char abs[KT_PATH_BUF];
-	int r = path && path[0] ? spawn_path(fa, path, abs) : 0;
-	int e = r < 0 ? -r : r > 0 ? check_exec_abs(abs, 0) : check_exec(AT_FDCWD, path, 0);
+	int e;
+	{ /* its own scope: the compiler reuses its stack for env below */
+		struct kt_question q;
+		int r = path && path[0] ? spawn_path(fa, path, q.path) : 0;
+		e = r < 0 ? -r : r > 0 ? check_exec_abs(&q, (int)strlen(q.path), 0)
+				       : check_exec(&q, AT_FDCWD, path, 0);
+	}
 	if (e)
 		return e;
 	char *stack[ENV_STACK];

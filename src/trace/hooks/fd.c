@@ -12,7 +12,7 @@
 
 #define REAL(name, type) ((type)kt_real(&real_##name, #name))
 
-static void *_Atomic real_close, *_Atomic real_dup2, *_Atomic real_dup3, *_Atomic real_dup,
+static KT_HOT void *_Atomic real_close, *_Atomic real_dup2, *_Atomic real_dup3, *_Atomic real_dup,
 	*_Atomic real_fork;
 
 int close_range(unsigned first, unsigned last, int flags);

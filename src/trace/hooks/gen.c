@@ -83,7 +83,7 @@ static inline unsigned kt_rename_to_class(unsigned flags)
 }
 
 #define KT_HOOK(ret, name, params, args, denial, check)                        \
-	static void *_Atomic kt_real_##name;                                   \
+	static KT_HOT void *_Atomic kt_real_##name;                            \
 	KT_EXPORT ret name params                                              \
 	{                                                                      \
 		typedef ret(*kt_fn) params;                                    \
@@ -107,7 +107,7 @@ static inline unsigned kt_rename_to_class(unsigned flags)
 	}
 
 #define KT_HOOK_OPEN(name, params, args, dirfd, path, flags)                   \
-	static void *_Atomic kt_real_##name;                                   \
+	static KT_HOT void *_Atomic kt_real_##name;                            \
 	KT_EXPORT int name params                                              \
 	{                                                                      \
 		mode_t mode = 0;                                               \

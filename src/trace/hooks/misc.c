@@ -16,7 +16,7 @@
 #include "trace/rawsys.h"
 
 #define REAL(name, type) ((type)kt_real(&real_##name, #name))
-static void *_Atomic real_dlopen, *_Atomic real_dlerror, *_Atomic real_syscall;
+static KT_HOT void *_Atomic real_dlopen, *_Atomic real_dlerror, *_Atomic real_syscall;
 
 /* ---- dlopen --------------------------------------------------------------- */
 

@@ -8,7 +8,7 @@
 #include "trace/kt.h"
 
 #define REAL(name, type) ((type)kt_real(&real_##name, #name))
-static void *_Atomic real_clone;
+static KT_HOT void *_Atomic real_clone;
 
 KT_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 {

@@ -39,7 +39,7 @@ extern char **environ;
 
 #define SHELL_PATH "/bin/sh"
 
-static void *_Atomic real_pclose, *_Atomic real_fclose;
+static KT_HOT void *_Atomic real_pclose, *_Atomic real_fclose;
 
 static pid_t wait_for(pid_t pid, int *status)
 {
@@ -52,7 +52,7 @@ static pid_t wait_for(pid_t pid, int *status)
 
 /* ---- system ------------------------------------------------------------------ */
 
-static _Atomic int system_users;
+static KT_HOT _Atomic int system_users;
 static struct sigaction saved_intr, saved_quit;
 
 static int do_system(const char *line)
@@ -118,8 +118,8 @@ static struct {
 	_Atomic int fd;
 	pid_t pid;
 } streams[STREAMS];
-static _Atomic int streams_used; /* slots below this index were ever claimed */
-static _Atomic int streams_live;
+static KT_HOT _Atomic int streams_used; /* slots below this index were ever claimed */
+static KT_HOT _Atomic int streams_live;
 
 /* A popen stream closed with close(fileno(f)) left its slot behind: a fresh
  * fd from the kernel cannot be a live stream, so any slot naming it goes. */

@@ -36,9 +36,9 @@ static struct entry {
 	char rel[KT_PATH_BUF]; /* relative to the anchor, lexically clean */
 	int refused;           /* errno an open action's file got, or 0 */
 } table[ENTRIES];
-static _Atomic int in_use;
+static KT_HOT _Atomic int in_use;
 
-static void *_Atomic real_init, *_Atomic real_destroy, *_Atomic real_addchdir,
+static KT_HOT void *_Atomic real_init, *_Atomic real_destroy, *_Atomic real_addchdir,
 	*_Atomic real_addfchdir, *_Atomic real_addopen;
 
 static struct entry *find(const void *fa)

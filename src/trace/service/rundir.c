@@ -9,9 +9,40 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "ipc/proto.h"
+
+/* A directory on tmpfs that this user may create entries in: owned by us
+ * and not writable by others ($XDG_RUNTIME_DIR), or sticky (/dev/shm). */
+static bool usable_tmpfs(const char *dir)
+{
+	struct statfs fs;
+	struct stat st;
+	if (!dir || dir[0] != '/' || statfs(dir, &fs) < 0 || fs.f_type != TMPFS_MAGIC ||
+	    stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK | X_OK) < 0)
+		return false;
+	if (st.st_uid == geteuid() && !(st.st_mode & (S_IWGRP | S_IWOTH)))
+		return true;
+	return (st.st_mode & S_ISVTX) != 0;
+}
+
+const char *trace_rundir_base_of(const char *runtime_dir, const char *shm_dir, const char *tmpdir)
+{
+	if (usable_tmpfs(runtime_dir))
+		return runtime_dir;
+	if (usable_tmpfs(shm_dir))
+		return shm_dir;
+	return tmpdir && tmpdir[0] == '/' ? tmpdir : "/tmp";
+}
+
+const char *trace_rundir_base(void)
+{
+	return trace_rundir_base_of(getenv("XDG_RUNTIME_DIR"), "/dev/shm", getenv("TMPDIR"));
+}
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {

@@ -6,6 +6,15 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* Where the run directory is made: the directory every traced process maps
+ * its verdict cache and statistics file from, so a memory file system when
+ * there is one ($XDG_RUNTIME_DIR, else /dev/shm: no page-cache writeback of
+ * the map, no file-system work when a process first writes a page of the
+ * statistics file), else $TMPDIR, else /tmp. Returns a static string. */
+const char *trace_rundir_base(void);
+/* The same choice among given candidates (NULL: none): one of them. */
+const char *trace_rundir_base_of(const char *runtime_dir, const char *shm_dir, const char *tmpdir);
+
 /* Removes the run directory and everything in it (never following a
  * symlink). 0, or -1 with a message naming the path in err. */
 int trace_rundir_remove(const char *dir, char *err, size_t errlen);
