@@ -1,16 +1,24 @@
 # kiln — one non-recursive Makefile.
 #
-#   make            build build/kiln and build/libkiln-trace.so
-#   make check      unit tests (cmocka) + end-to-end tests (pytest)
-#   make check-fidelity  the slow fidelity suite against a clean chroot (docs/fidelity.md)
+#   make            build build/kiln, build/libkiln-trace.so and the man pages
+#   make check      unit tests (cmocka) + end-to-end tests (pytest) + check-deb
+#   make check-deb  build the Debian package, lintian, unpack it, run what it installed
+#   make check-packages  real Debian packages built under kiln trace (slow)
+#   make check-fidelity  configure in a clean chroot against kiln trace (slow, root)
 #   make demo       build kiln and run its main job on a real example
 #   make bench      every benchmark (or bench-shm, bench-registry, bench-meta,
 #                   bench-preload, bench-trace: docs/benchmarks.md)
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local DESTDIR= (what the Debian package holds)
+#   make deps       install the build and test dependencies (as root)
 #   make SAN=address|thread|undefined check
 #
-# Sources are found by directory (see docs/ and DESIGN.md for the layout), so
-# adding a .c file to a component needs no Makefile change.
+# The Debian packages kiln needs are listed once, in debian/control's
+# Build-Depends (.ci/deps reads it): `make` and `make install` only check
+# them and name what is missing; `make check`, `make demo`, `make deps` and
+# .ci/run install what is missing when run as root.
+#
+# Sources are found by directory (docs/design.md has the layout), so adding
+# a .c file to a component needs no Makefile change.
 
 CC      ?= cc
 PYTHON  ?= /usr/bin/python3
@@ -23,6 +31,9 @@ MULTIARCH  ?= $(or $(shell $(CC) -print-multiarch 2>/dev/null),x86_64-linux-gnu)
 BINDIR     ?= $(PREFIX)/bin
 PKGLIBDIR  ?= $(PREFIX)/lib/$(MULTIARCH)/kiln
 SYSCONFDIR ?= /etc
+MANDIR     ?= $(PREFIX)/share/man
+DOCDIR     ?= $(PREFIX)/share/doc/kiln
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 
 PKGS := sqlite3 libdw libelf capstone
 
@@ -49,11 +60,11 @@ endif
 
 CFLAGS  ?=
 LDFLAGS ?=
-ALL_CFLAGS  = $(BASE_CFLAGS) $(OPT_CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) $(CFLAGS)
+ALL_CFLAGS  = $(BASE_CFLAGS) $(OPT_CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 # Code that runs inside other programs (the preload library and the helper
 # programs it is tested with) is never sanitized: a sanitizer runtime cannot be
 # preloaded into arbitrary programs.
-NOSAN_CFLAGS = $(BASE_CFLAGS) -O2 $(PKG_CFLAGS) $(CFLAGS)
+NOSAN_CFLAGS = $(BASE_CFLAGS) -O2 $(PKG_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 
 # ---- version: debian/changelog's, plus `git describe` in a git checkout ----
 # (braces: the sed script's parentheses would end a $(shell ...))
@@ -114,23 +125,38 @@ BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 # under the preload library), and built for the tests too (test_bench_harness).
 BENCH_STANDALONE := $(BUILD)/bench/trace_micro $(BUILD)/bench/calibrate
 
-.PHONY: all deps check check-fidelity unit integration demo bench install clean
+MAN_SRC   := $(wildcard man/*.scd)
+MAN_PAGES := $(patsubst man/%.scd,$(BUILD)/man/%,$(MAN_SRC))
+
+.PHONY: all man deps check check-deb check-packages check-fidelity unit integration demo bench \
+	install clean
 .DEFAULT_GOAL := all
 
-all: $(KILN) $(PRELOAD)
+all: $(KILN) $(PRELOAD) man
 
-# Installs missing Debian packages as root, names them otherwise.
-deps: $(BUILD)/.deps-ok
-$(BUILD)/.deps-ok: .ci/deps
+man: $(MAN_PAGES)
+$(BUILD)/man/%: man/%.scd | $(BUILD)/.deps-build-ok
 	@mkdir -p $(@D)
+	scdoc < $< > $@.tmp && mv $@.tmp $@
+
+# ---- Debian packages: checked, or installed (make check/demo, as root) -----
+DEPS_MODE := $(if $(filter check demo check-deb,$(MAKECMDGOALS)),,--check)
+deps:
 	@bash .ci/deps
+$(BUILD)/.deps-build-ok: debian/control .ci/deps
+	@mkdir -p $(@D)
+	@bash .ci/deps --build $(DEPS_MODE)
+	@touch $@
+$(BUILD)/.deps-test-ok: debian/control .ci/deps
+	@mkdir -p $(@D)
+	@bash .ci/deps $(DEPS_MODE)
 	@touch $@
 
-$(BUILD)/obj/%.o: %.c | $(BUILD)/.deps-ok
+$(BUILD)/obj/%.o: %.c | $(BUILD)/.deps-build-ok
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/obj-nosan/%.o: %.c | $(BUILD)/.deps-ok
+$(BUILD)/obj-nosan/%.o: %.c | $(BUILD)/.deps-build-ok
 	@mkdir -p $(@D)
 	$(CC) $(NOSAN_CFLAGS) -c $< -o $@
 
@@ -167,17 +193,21 @@ PRELOAD_MAP := $(BUILD)/libkiln-trace.map
 $(PRELOAD_MAP): src/trace/hooks/exports.sh src/trace/hooks/hooks.def $(wildcard src/trace/hooks/*.c)
 	@mkdir -p $(@D)
 	sh src/trace/hooks/exports.sh "$(CC)" src/trace/hooks > $@.tmp && mv $@.tmp $@
+# Debian's hardening flags ask for -z now (LDFLAGS): not for this library.
+comma := ,
+PRELOAD_LDFLAGS = $(filter-out -Wl$(comma)-z$(comma)now -Wl$(comma)-znow,$(LDFLAGS))
 $(PRELOAD): $(call objnosan,$(TRACE_SRC) $(SHM_SRC) $(IPC_SRC)) $(PRELOAD_MAP)
 	$(CC) -shared -nostartfiles -Wl,-z,defs -Wl,-Bsymbolic-functions -Wl,-z,noseparate-code \
-	    -Wl,--version-script=$(PRELOAD_MAP) $(LDFLAGS) \
+	    -Wl,--version-script=$(PRELOAD_MAP) $(PRELOAD_LDFLAGS) \
 	    -o $@ $(filter %.o,$^) -ldl -lpthread
 
-$(BUILD)/tests/unit/%: tests/unit/%.c $(call obj,$(UNIT_SUPPORT)) $(LIBTRACECORE) $(LIBKILN)
+$(BUILD)/tests/unit/%: tests/unit/%.c $(call obj,$(UNIT_SUPPORT)) $(LIBTRACECORE) $(LIBKILN) \
+    | $(BUILD)/.deps-test-ok
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(call obj,$(UNIT_SUPPORT)) \
 	    $(LIBTRACECORE) $(LIBKILN) $(PKG_LIBS) $(CMOCKA_LIBS) -lpthread -ldl
 
-$(BUILD)/tests/helpers/%: tests/integration/helpers/%.c | $(BUILD)/.deps-ok
+$(BUILD)/tests/helpers/%: tests/integration/helpers/%.c | $(BUILD)/.deps-test-ok
 	@mkdir -p $(@D)
 	$(CC) $(NOSAN_CFLAGS) -Wno-unused-result -o $@ $< -lpthread
 
@@ -186,28 +216,36 @@ $(BUILD)/bench/%: bench/%.c $(LIBKILN)
 	$(CC) $(BASE_CFLAGS) -O2 $(PKG_CFLAGS) $(CFLAGS) -o $@ $< \
 	    $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC)) $(PKG_LIBS) -lpthread
 
-$(BENCH_STANDALONE): $(BUILD)/bench/%: bench/%.c | $(BUILD)/.deps-ok
+$(BENCH_STANDALONE): $(BUILD)/bench/%: bench/%.c | $(BUILD)/.deps-build-ok
 	@mkdir -p $(@D)
 	$(CC) $(NOSAN_CFLAGS) -o $@ $< -lpthread
 
 # ---- tests ---------------------------------------------------------------
-check: unit integration
+# The packaging test runs after the others (a package build takes both
+# cores), and not under a sanitizer (the package is built without one).
+check: unit integration $(if $(SAN),,check-deb)
 
 unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 
 # The trace tests run twice: with the shared verdict cache (the default) and
 # without it (--no-cache), which must give the same answers.
-integration: all $(HELPER_BINS) $(BENCH_STANDALONE)
+integration: all $(HELPER_BINS) $(BENCH_STANDALONE) | $(BUILD)/.deps-test-ok
 	KILN_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q tests/integration
 	KILN_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q --kiln-no-cache tests/integration/test_trace_*.py
+
+# Real Debian source packages built under kiln trace (minutes; installs
+# missing build dependencies as root under /tmp/kiln-bench.lock): the
+# report's verdict, ranking and unused list (tests/packages).
+check-packages: all
+	KILN_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q tests/packages
 
 # Slow, not in `check`: ./configure of real Debian packages in a clean
 # buildd chroot against kiln trace on the polluted host (docs/fidelity.md;
 # root, network, the machine-wide lock). FIDELITY_PACKAGES=nano,wget for a subset.
+comma := ,
 check-fidelity: all
 	KILN_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/fidelity/fidelity.py $(subst $(comma), ,$(FIDELITY_PACKAGES))
-comma := ,
 
 # ---- demo and benchmarks -------------------------------------------------
 demo: all
@@ -224,11 +262,24 @@ bench-%: all $(BENCH_BINS)
 	@mkdir -p bench/out
 	KILN_BUILD=$(abspath $(BUILD)) bench/run-$*
 
-# ---- install -------------------------------------------------------------
+# The Debian package built (from a copy of the tree), checked by lintian,
+# unpacked with dpkg -x, its programs run from there: about 40 s.
+check-deb: | $(BUILD)/.deps-test-ok $(if $(filter check,$(MAKECMDGOALS)),integration)
+	$(PYTHON) -m pytest -q tests/package
+
+# ---- install: the files the Debian package holds (debian/rules runs this) --
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PKGLIBDIR)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(MANDIR)/man1 \
+	    $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(DOCDIR)/docs \
+	    $(DESTDIR)$(DOCDIR)/examples
 	install -m 0755 $(KILN) $(DESTDIR)$(BINDIR)/kiln
 	install -m 0644 $(PRELOAD) $(DESTDIR)$(PKGLIBDIR)/libkiln-trace.so
+	install -m 0644 $(filter %.1,$(MAN_PAGES)) $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 $(filter %.5,$(MAN_PAGES)) $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 completions/kiln $(DESTDIR)$(BASHCOMPDIR)/kiln
+	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 $(wildcard docs/*.md) $(DESTDIR)$(DOCDIR)/docs/
+	install -m 0644 examples/config examples/Makefile.meta $(DESTDIR)$(DOCDIR)/examples/
 
 clean:
 	rm -rf build

@@ -676,14 +676,9 @@ int cmd_registry(int argc, char **argv)
 	for (int id; (id = cliopt_next(&p)) != CLIOPT_END;) {
 		switch (id) {
 		case CLIOPT_ERROR:
-			goto done;
 		case CLIOPT_HELP:
-			usage(stdout);
-			rc = 0;
-			goto done;
 		case CLIOPT_VERSION:
-			cliopt_print_version(stdout);
-			rc = 0;
+			rc = cliopt_answer(id, usage, stdout);
 			goto done;
 		case CLIOPT_ARG: pos[npos++] = (char *)p.value; break;
 		case OPT_DB: o.db = p.value; break;

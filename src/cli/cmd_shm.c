@@ -87,13 +87,9 @@ static int do_create(int argc, char **argv)
 		uint64_t v;
 		switch (id) {
 		case CLIOPT_ERROR:
-			return CLIOPT_EXIT_USAGE;
 		case CLIOPT_HELP:
-			usage(stdout);
-			return 0;
 		case CLIOPT_VERSION:
-			cliopt_print_version(stdout);
-			return 0;
+			return cliopt_answer(id, usage, stdout);
 		case CLIOPT_ARG:
 			if (path)
 				return cliopt_usage(&cp, "create: unexpected argument '%s'", cp.value);
@@ -265,16 +261,9 @@ int cmd_shm(int argc, char **argv)
 	static const struct cliopt none[] = { { 0 } };
 	struct cliparse p;
 	cliopt_init(&p, CMD, none, argc, argv, CLIOPT_IN_ORDER, stderr);
-	switch (cliopt_next(&p)) {
-	case CLIOPT_ERROR:
-		return CLIOPT_EXIT_USAGE;
-	case CLIOPT_HELP:
-		usage(stdout);
-		return 0;
-	case CLIOPT_VERSION:
-		cliopt_print_version(stdout);
-		return 0;
-	}
+	int first = cliopt_answer(cliopt_next(&p), usage, stdout);
+	if (first >= 0)
+		return first;
 	char **rest = cliopt_rest(&p);
 	int n = cliopt_nrest(&p);
 	if (n < 1)
@@ -297,12 +286,8 @@ int cmd_shm(int argc, char **argv)
 	for (int id; rc < 0 && (id = cliopt_next(&q)) != CLIOPT_END;) {
 		if (id == CLIOPT_ARG)
 			args[nargs++] = (char *)q.value;
-		else if (id == CLIOPT_HELP)
-			usage(stdout), rc = 0;
-		else if (id == CLIOPT_VERSION)
-			cliopt_print_version(stdout), rc = 0;
 		else
-			rc = CLIOPT_EXIT_USAGE;
+			rc = cliopt_answer(id, usage, stdout);
 	}
 	if (rc < 0 && nargs < subs[i].nargs)
 		rc = cliopt_usage(&q, "%s: name its %s", sub, argnames[nargs]);

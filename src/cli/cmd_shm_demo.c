@@ -131,17 +131,27 @@ static const char *human(uint64_t n, char *buf, size_t cap)
 
 #define CMD "kiln shm"
 
+enum { OPT_PROCS = 1, OPT_THREADS, OPT_KEYS, OPT_MAP, OPT_MAX };
+static const struct cliopt opts[] = {
+	{ "procs", 0, "N", OPT_PROCS, "processes (1..64, default 4)" },
+	{ "threads", 0, "N", OPT_THREADS, "threads per process (1..64, default 2)" },
+	{ "keys", 0, "N", OPT_KEYS, "keys (1..1e8, default 100000)" },
+	{ "map", 0, "PATH", OPT_MAP, "an existing map to fill (default: a new one)" },
+	{ "max", 0, "SIZE", OPT_MAX, "the new map's maximum size (default 1G)" },
+	{ 0 },
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: kiln shm demo [OPTIONS]\n\n"
+		     "Processes and threads race to insert the same keys into one map, read\n"
+		     "them all back, and the map is validated (a stress test of src/shm).\n\n"
+		     "options:\n");
+	cliopt_print_options(out, opts);
+}
+
 int shm_demo(int argc, char **argv)
 {
-	enum { OPT_PROCS = 1, OPT_THREADS, OPT_KEYS, OPT_MAP, OPT_MAX };
-	static const struct cliopt opts[] = {
-		{ "procs", 0, "N", OPT_PROCS, "processes (1..64, default 4)" },
-		{ "threads", 0, "N", OPT_THREADS, "threads per process (1..64, default 2)" },
-		{ "keys", 0, "N", OPT_KEYS, "keys (1..1e8, default 100000)" },
-		{ "map", 0, "PATH", OPT_MAP, "an existing map to fill (default: a new one)" },
-		{ "max", 0, "SIZE", OPT_MAX, "the new map's maximum size (default 1G)" },
-		{ 0 },
-	};
 	struct demo d = { .procs = 4, .threads = 2, .keys = 100000 };
 	uint64_t max = 1ull << 30;
 	const char *map = NULL;
@@ -151,17 +161,9 @@ int shm_demo(int argc, char **argv)
 		uint64_t v = 0;
 		switch (id) {
 		case CLIOPT_ERROR:
-			return CLIOPT_EXIT_USAGE;
 		case CLIOPT_HELP:
-			printf("usage: kiln shm demo [OPTIONS]\n\n"
-			       "Processes and threads race to insert the same keys into one map, read\n"
-			       "them all back, and the map is validated (a stress test of src/shm).\n\n"
-			       "options:\n");
-			cliopt_print_options(stdout, opts);
-			return 0;
 		case CLIOPT_VERSION:
-			cliopt_print_version(stdout);
-			return 0;
+			return cliopt_answer(id, usage, stdout);
 		case CLIOPT_ARG:
 			return cliopt_usage(&p, "demo: unexpected argument '%s'", p.value);
 		case OPT_MAP:

@@ -37,7 +37,7 @@
 enum {
 	OPT_DB = 1, OPT_DEPS, OPT_CONTROL, OPT_PROFILE, OPT_KEEP_ENV, OPT_ALLOW, OPT_READ, OPT_ASK,
 	OPT_OWNED, OPT_DENY, OPT_UNKNOWN, OPT_POLICY, OPT_REPORT_ONLY, OPT_STRICT, OPT_JSON, OPT_OUTPUT,
-	OPT_LOG, OPT_REPORT, OPT_NO_REFRESH, OPT_NO_CACHE, OPT_STATS,
+	OPT_LOG, OPT_REPORT, OPT_NO_REFRESH, OPT_NO_CACHE, OPT_STATS, OPT_QUIET,
 };
 
 static const struct cliopt options[] = {
@@ -75,7 +75,11 @@ static const struct cliopt options[] = {
 	{ "policy", 0, "FILE", OPT_POLICY,
 	  "policy file (docs/policy.md), applied after the\ndefaults and before the options above" },
 	{ "report-only", 0, NULL, OPT_REPORT_ONLY, "hide and refuse nothing, report what would be" },
-	{ "strict", 0, NULL, OPT_STRICT, "exit non-zero if anything was hidden or refused" },
+	{ "strict", 0, NULL, OPT_STRICT,
+	  "exit 1 if the build reached for hidden files that\n"
+	  "count (ranked; not the known harmless probes) or\n"
+	  "had writes refused" },
+	{ "quiet", 0, NULL, OPT_QUIET, "the text report is the verdict line only" },
 	{ "json", 0, NULL, OPT_JSON,
 	  "write the report as JSON (docs/trace-report.md) to\n"
 	  "-o FILE, or standard output; the text report\n"
@@ -107,14 +111,19 @@ static void usage(FILE *out)
 "Runs COMMAND (a build) with every file access checked against a sandbox built\n"
 "from the package registry: files of packages outside the declared dependencies'\n"
 "closure (Essential packages always included) are hidden, writes outside the\n"
-"build directory, /tmp and allowed areas are refused. At the end a report names\n"
-"what the build reached for, by package and process. Exits with COMMAND's status\n"
+"build directory, /tmp and allowed areas are refused. At the end a report ranks\n"
+"the packages the build reached for by evidence, shows known harmless probes\n"
+"apart and ends with a verdict: what the Build-Depends probably miss, why a\n"
+"failed build failed, what they declare unused. Exits with COMMAND's status\n"
 "(128+N if killed by signal N).\n"
 "\n"
 "options:\n");
 	cliopt_print_options(out, options);
 	fprintf(out,
 "\n"
+"The text report goes to standard error after the build, from a line\n"
+"'=== kiln trace report ===' to the verdict line '=== kiln trace verdict: ...',\n"
+"coloured on a terminal unless NO_COLOR is set (docs/trace-report.md).\n"
 "The build directory (writable) is the current directory. Output files: '-' is\n"
 "stdout; symlinks, FIFOs and devices are written through; checked before the\n"
 "command runs (docs/output-files.md). Defaults for --db, --policy and extra\n"
@@ -140,7 +149,7 @@ struct opts {
 	const char *policy_file;
 	bool unknown_set;
 	enum policy_unknown unknown;
-	bool report_only, strict, no_refresh, no_cache, stats;
+	bool report_only, strict, quiet, no_refresh, no_cache, stats;
 	const char *json, *log, *report;
 	const char *json_opt, *report_opt; /* how the user named them, for messages */
 	char *json_abs, *log_abs, *report_abs; /* owned copies made absolute */
@@ -209,8 +218,10 @@ static const char *old_json_file(struct cliparse *p)
 	return NULL;
 }
 
-/* Returns 0 to run, 1 when --help or --version was answered, else the exit
- * status of a usage error (reported). */
+#define RUN (-1) /* parse_args: go on and run the command */
+
+/* Returns RUN, or the exit status when there is nothing to run: --help or
+ * --version answered, a usage error reported. */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	struct cliparse p;
@@ -221,15 +232,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		char *val = (char *)p.value;
 		switch (id) {
 		case CLIOPT_ERROR:
-			return CLIOPT_EXIT_USAGE;
 		case CLIOPT_HELP:
-			usage(stdout);
-			return 1;
 		case CLIOPT_VERSION:
-			cliopt_print_version(stdout);
-			return 1;
+			return cliopt_answer(id, usage, stdout);
 		case OPT_REPORT_ONLY: o->report_only = true; break;
 		case OPT_STRICT: o->strict = true; break;
+		case OPT_QUIET: o->quiet = true; break;
 		case OPT_NO_CACHE: o->no_cache = true; break;
 		case OPT_NO_REFRESH: o->no_refresh = true; break;
 		case OPT_STATS: o->stats = true; break;
@@ -249,7 +257,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case OPT_LOG: o->log = val; break;
 		case OPT_DEPS:
 			if (add_deps(o, val) < 0)
-				return -1;
+				return EXIT_KILN;
 			break;
 		case OPT_PROFILE:
 			if (!strcmp(val, "chroot"))
@@ -265,7 +273,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				return cliopt_usage(&p, "--keep-env takes a variable name, not '%s'", val);
 			const char **k = realloc(o->keep_env, (o->nkeep_env + 1) * sizeof *k);
 			if (!k)
-				return -1;
+				return EXIT_KILN;
 			o->keep_env = k;
 			o->keep_env[o->nkeep_env++] = val;
 			break;
@@ -282,7 +290,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case OPT_DENY: {
 			enum policy_action act;
 			if (policy_parse_action(p.opt + 2, &act) < 0 || add_rule(o, act, val) < 0)
-				return -1;
+				return EXIT_KILN;
 			break;
 		}
 		}
@@ -315,7 +323,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	if (o->nkeep_env && o->profile != REGISTRY_PROFILE_CHROOT)
 		return cliopt_usage(&p, "--keep-env applies to --profile chroot only (the host "
 					"profile keeps the whole environment)");
-	return 0;
+	return RUN;
 }
 
 /* Makes a path absolute against the current directory (output files are
@@ -506,8 +514,9 @@ static int run_trace(struct opts *op);
 int cmd_trace(int argc, char **argv)
 {
 	struct opts o = { 0 };
-	int p = parse_args(argc, argv, &o);
-	int rc = p < 0 ? EXIT_KILN : p == 1 ? 0 : p ? p : run_trace(&o);
+	int rc = parse_args(argc, argv, &o);
+	if (rc == RUN)
+		rc = run_trace(&o);
 	opts_free(&o);
 	return rc;
 }
@@ -538,6 +547,7 @@ static int run_trace(struct opts *op)
 		cli_config_free(&cfg);
 		return CLIOPT_EXIT_USAGE;
 	}
+	const char *json_name = o.json, *log_name = o.log;
 	o.json = absolute(o.json, cwd, &op->json_abs);
 	o.log = absolute(o.log, cwd, &op->log_abs);
 	o.report = absolute(o.report, cwd, &op->report_abs);
@@ -606,19 +616,24 @@ static int run_trace(struct opts *op)
 			close(null);
 		}
 		char **benv = o.profile == REGISTRY_PROFILE_CHROOT
-				      ? buildenv_sbuild(environ, o.keep_env, o.nkeep_env) : environ;
+				      ? buildenv_sbuild(environ, o.keep_env, o.nkeep_env) : NULL;
+		const char *build_path = getenv("PATH");
+		for (size_t k = 0; benv && benv[k]; k++)
+			if (!strncmp(benv[k], "PATH=", 5))
+				build_path = benv[k] + 5;
 		const char *locales[16];
-		size_t nlocales = benv ? env_locales(benv, locales, 16) : 0;
-		if (benv != environ)
-			free(benv); /* its strings are environ's */
+		size_t nlocales = env_locales(benv ? benv : environ, locales, 16);
 		struct trace_server_config cfg = {
 			.db = o.db, .deps = o.deps, .ndeps = o.ndeps, .control = o.control,
 			.profile = o.profile, .locales = locales, .nlocales = nlocales,
 			.policy = &policy, .report_only = o.report_only, .json = o.json,
 			.log = o.log, .report = o.report, .socket = sock, .rundir = rundir,
+			.json_name = json_name, .log_name = log_name, .quiet = o.quiet, .strict = o.strict,
+			.build_path = build_path,
 			.stats = o.stats, .cache = o.no_cache || o.report_only ? NULL : cache,
 		};
 		int rc = trace_server_main(&cfg, ready[1], life[0]);
+		free(benv);
 		fflush(NULL);
 		_exit(rc);
 	}
@@ -734,7 +749,10 @@ static int run_trace(struct opts *op)
 		return status ? status : EXIT_KILN;
 	}
 	if (o.strict && WEXITSTATUS(server_status) == TRACE_SERVER_VIOLATIONS && status == 0) {
-		fprintf(stderr, "kiln trace: --strict: the build reached for hidden files or refused writes\n");
+		/* The text report on stderr says so before its verdict. */
+		if (o.report)
+			fprintf(stderr, "kiln trace: --strict: the build reached for hidden files that "
+					"count (ranked in the report) or had writes refused\n");
 		return 1;
 	}
 	return status;

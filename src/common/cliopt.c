@@ -193,6 +193,21 @@ void cliopt_print_options(FILE *out, const struct cliopt *o)
 		     "      --version             kiln's version\n");
 }
 
+int cliopt_answer(int id, void (*usage)(FILE *out), FILE *out)
+{
+	switch (id) {
+	case CLIOPT_ERROR:
+		return CLIOPT_EXIT_USAGE;
+	case CLIOPT_HELP:
+		usage(out);
+		return 0;
+	case CLIOPT_VERSION:
+		cliopt_print_version(out);
+		return 0;
+	}
+	return -1;
+}
+
 void cliopt_print_version(FILE *out)
 {
 	fprintf(out, "kiln %s\n", kiln_version);

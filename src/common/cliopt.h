@@ -74,6 +74,12 @@ void cliopt_skip(struct cliparse *p);
 char **cliopt_rest(const struct cliparse *p);
 int cliopt_nrest(const struct cliparse *p);
 
+/* What every command answers to CLIOPT_ERROR (the exit status 2: the error
+ * is already reported), CLIOPT_HELP (USAGE printed on OUT, status 0) and
+ * CLIOPT_VERSION (the version on OUT, status 0). Returns that status, or -1
+ * for any other ID. */
+int cliopt_answer(int id, void (*usage)(FILE *out), FILE *out);
+
 /* Reports a usage error in the one form above and returns CLIOPT_EXIT_USAGE. */
 int cliopt_usage(const struct cliparse *p, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

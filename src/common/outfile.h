@@ -1,4 +1,4 @@
-/* Output files named by the user (kiln trace --json/--log/--report, kiln meta
+/* Output files named by the user (kiln trace -o/--log, kiln registry -o, kiln meta
  * -o/--out-dir, the registry database, shm maps), written by one set of rules
  * (docs/output-files.md):
  *

@@ -2,6 +2,8 @@
  * as the loader mapped it (no file access). */
 #include "server/ident.h"
 
+#include "common/cliopt.h" /* kiln_version */
+
 #include <elf.h>
 #include <link.h>
 #include <pthread.h>
@@ -43,9 +45,12 @@ static void init_ident(void)
 {
 	dl_iterate_phdr(find_build_id, NULL);
 	if (!ident_len) {
-		static const char fallback[] = "kiln " __DATE__ " " __TIME__;
-		ident_len = sizeof fallback - 1;
-		memcpy(ident, fallback, ident_len);
+		/* Linked without --build-id (never by Debian's toolchain): the
+		 * version, which is weaker (two builds of one dirty checkout
+		 * look alike) but reproducible, unlike __DATE__ and __TIME__,
+		 * which Debian's -Wdate-time refuses. */
+		ident_len = strlen(kiln_version) < sizeof ident ? strlen(kiln_version) : sizeof ident;
+		memcpy(ident, kiln_version, ident_len);
 	}
 }
 

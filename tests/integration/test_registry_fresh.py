@@ -2,6 +2,7 @@
 state recorded at import against the status file and info/ directory now)
 and re-imports, or with --no-refresh warns. Driven on a synthetic dpkg root
 where packages are installed and removed between runs."""
+import json
 import os
 import sqlite3
 
@@ -131,3 +132,19 @@ def test_a_manifest_registry_is_left_alone(kiln_bin, tmp_path):
     r = run([kiln_bin, "trace", "--db", db, "--", "true"], cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "re-import" not in r.stderr and "out of date" not in r.stderr
+
+
+def test_a_package_installed_between_runs_can_be_declared(kiln_bin, dpkg):
+    """What a stale registry got wrong: a package installed since the import
+    was unknown to it ("not installed"). Re-imported, it is declared and
+    its files are the closure's."""
+    dpkg.install("gamma")
+    r = run([kiln_bin, "trace", "--db", dpkg.db, "--no-refresh", "--deps", "base,gamma", "--",
+             "touch", "RAN"], cwd=dpkg.build)
+    assert r.returncode != 0 and "gamma" in r.stderr and not (dpkg.build / "RAN").exists()
+    r = run([kiln_bin, "trace", "--db", dpkg.db, "--deps", "base,gamma", "--json", "-o", "r.json", "--",
+             "touch", "RAN"], cwd=dpkg.build)
+    assert r.returncode == 0, r.stderr
+    assert "re-imported" in r.stderr and (dpkg.build / "RAN").exists()
+    rep = json.loads((dpkg.build / "r.json").read_text())
+    assert rep["declared"] == ["base", "gamma"] and rep["closure_packages"] == 2

@@ -157,3 +157,27 @@ def test_full_disk_gives_full(kiln_bin, tiny_tmpfs):
     r = shm(kiln_bin, "create", path, "--initial", "64K", "--max", "64M")
     assert r.returncode == 0, r.stderr
     _expect_full_not_sigbus(kiln_bin, path)
+
+
+def test_demo_walkthrough(kiln_bin, tmp_path):
+    """What examples/shm-demo.sh showed in `make demo` before the demo was
+    given to the user's job: processes x threads racing on a map that grows
+    from 64 KiB, then the same map looked at with every kiln shm command."""
+    r = shm(kiln_bin, "demo", "--procs", "4", "--threads", "4", "--keys", "50000")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "50000 inserted (first writer wins), 750000 already there, 0 full" in r.stdout
+    assert "800000 hits, 0 wrong values or lost keys" in r.stdout
+    assert "file      64 KiB -> " in r.stdout and "validate  ok: 50000 entries" in r.stdout
+    path = tmp_path / "cache"
+    assert shm(kiln_bin, "create", path, "--initial", "64K", "--max", "64M").returncode == 0
+    assert shm(kiln_bin, "put", path, "/usr/include/stdio.h", "1").stdout == "inserted 1\n"
+    assert shm(kiln_bin, "put", path, "/usr/include/stdio.h", "2").stdout == "exists 1\n"
+    assert shm(kiln_bin, "put", path, "/usr/lib/libfoo.so.1", "2").stdout == "inserted 2\n"
+    r = shm(kiln_bin, "demo", "--map", path, "--procs", "2", "--threads", "2", "--keys", "20000")
+    assert r.returncode == 0 and "validate  ok: 20002 entries" in r.stdout, r.stdout
+    assert shm(kiln_bin, "get", path, "/usr/include/stdio.h").stdout == "1\n"
+    stats = dict(line.split(None, 1) for line in shm(kiln_bin, "stats", path).stdout.splitlines())
+    assert stats["entries"].strip() == "20002"
+    assert shm(kiln_bin, "validate", path).stdout == f"{path}: ok, 20002 entries\n"
+    dump = shm(kiln_bin, "dump", path).stdout.splitlines()
+    assert "0x0000000000000001\t/usr/include/stdio.h" in dump and len(dump) == 20002

@@ -27,8 +27,9 @@ rm -f conftest conftest.c
 
 
 def hidden_group(report, package):
-    """The report's group of files hidden for `package`, e.g. "  pkg (2)"."""
-    return re.search(rf"^  {re.escape(package)} \(\d+\)$", report, re.M) is not None
+    """The report's ranked group of files hidden for `package`, e.g.
+    "  1. pkg (2)  evidence: read"."""
+    return re.search(rf"^  \d+\. {re.escape(package)} \(\d+\)  evidence: ", report, re.M) is not None
 
 
 @pytest.fixture(scope="module")

@@ -54,6 +54,8 @@ CASES = {
                  (["readlink", "{r}/vis/dirlink/b"], "ENOENT")],
     "readlinkat": [(["readlinkat", "{r}/vis/lnk_ok"], "OK"), (["readlinkat", "{r}/badlink"], "ENOENT")],
     "realpath": [(["realpath", "{r}/vis/lnk_ok"], "OK"), (["realpath", "{r}/vis/lnk_hid"], "ENOENT")],
+    "__realpath_chk": [(["__realpath_chk", "{r}/vis/lnk_ok"], "OK"),
+                       (["__realpath_chk", "{r}/vis/lnk_hid"], "ENOENT")],
     "chdir": [(["chdir", "{r}/vis"], "OK"), (["chdir", "{r}/hid"], "ENOENT"),
               (["chdir", "{r}/vis/dirlink"], "ENOENT")],
     "mkdir": [(["mkdir", "{r}/vis/nd"], "OK"), (["mkdir", "{r}/hid"], "EACCES"),  # existing hidden dir

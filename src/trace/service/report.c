@@ -1,6 +1,6 @@
 /* The report of a trace run: text (for people), JSON (for programs) and the
  * access log (every path with its access classes). */
-#include "trace/service/tracelog.h"
+#include "trace/service/report.h"
 #include "util/utf8.h"
 
 #include "common/outfile.h"
@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -118,27 +119,150 @@ static void print_finding(FILE *out, const struct tracelog *t, const struct item
 	fputc('\n', out);
 }
 
-static const char *group_name(const struct trace_finding *f)
+/* ---- text ------------------------------------------------------------- */
+
+enum colour { C_NONE, C_BOLD, C_RED, C_YELLOW, C_GREEN, C_DIM };
+
+static void colour(FILE *out, const struct report_style *st, enum colour c)
 {
-	switch (f->reason) {
-	case SBX_HIDDEN_PKG:
-		return f->pkg;
-	case SBX_HIDDEN_RULE:
-		return "(deny rules)";
-	case SBX_HIDDEN_UNOWNED:
-		return "(no package of the closure owns them: 'owned' rules)";
-	default:
-		return "(unknown to the registry, policy 'unknown hide')";
+	static const char *const codes[] = { "\033[0m", "\033[1m", "\033[1;31m", "\033[33m",
+					     "\033[1;32m", "\033[2m" };
+	if (st->colour)
+		fputs(codes[c], out);
+}
+
+/* Where the rest of a shortened section is. */
+static void print_more(FILE *out, const struct report_style *st, size_t more)
+{
+	fprintf(out, "    ... and %zu more ", more);
+	if (st->json && !strcmp(st->json, "-"))
+		fputs("(all in the JSON report on standard output)\n", out);
+	else if (st->json) {
+		fputs("(all in ", out);
+		put_text_cstr(out, st->json);
+		fputs(")\n", out);
+	} else if (st->log) {
+		fputs("(every path in ", out);
+		put_text_cstr(out, st->log);
+		fputs(")\n", out);
+	} else {
+		fputs("(--json -o FILE lists them all)\n", out);
 	}
 }
 
-/* Files glibc loads for itself that no hook can hide (docs/glibc-data.md):
- * kept apart from the hidden ones, which the build did not get. */
-static void write_unhidden(FILE *out, const struct tracelog *t)
+static void print_proof(FILE *out, const struct tracelog *t, const struct trace_proof *p,
+			const struct report_style *st)
 {
-	if (!t->unhidden.n)
+	char why[2048];
+	trace_describe_proof(t, p, st->build_dir, why, sizeof why);
+	fprintf(out, "      %s: ", p->probe ? p->probe->id : trace_evidence_name(p->ev));
+	put_text_cstr(out, why);
+	if (p->client >= 0 && (size_t)p->client < t->nclients)
+		fprintf(out, " (pid %ld)", (long)t->clients[p->client].pid);
+	fputc('\n', out);
+}
+
+static void print_group(FILE *out, const struct tracelog *t, const struct diag_group *g,
+			const struct report_style *st, size_t rank)
+{
+	fprintf(out, "  %zu. ", rank);
+	colour(out, st, g->ev <= EV_COMMAND ? C_RED : C_YELLOW);
+	put_text_cstr(out, g->name);
+	colour(out, st, C_NONE);
+	fprintf(out, " (%zu)  evidence: %s", g->nnodes, trace_evidence_name(g->ev));
+	if (g->brought_by) {
+		fputs("; a dependency of ", out);
+		put_text_cstr(out, g->brought_by);
+		fputs(", also hidden", out);
+	}
+	fputc('\n', out);
+	if (g->advice) {
+		fputs("     ", out);
+		put_text_cstr(out, g->advice);
+		fputc('\n', out);
+	}
+	for (size_t i = 0; i < g->nnodes; i++) {
+		if (i == TEXT_LINES) {
+			print_more(out, st, g->nnodes - TEXT_LINES);
+			break;
+		}
+		struct item it = { g->nodes[i].node, g->nodes[i].f };
+		const struct trace_finding *f = it.f;
+		print_finding(out, t, &it);
+		print_proof(out, t, f->counts.ev != EV_NONE ? &f->counts : &f->harmless, st);
+	}
+}
+
+static void print_harmless(FILE *out, const struct tracelog *t, const struct trace_diagnosis *d,
+			   const struct report_style *st)
+{
+	size_t n = d->ngroups - d->nranked;
+	fprintf(out, "  known harmless probes (not counted by --strict; docs/trace-report.md lists "
+		     "them): %zu path%s from %zu package%s\n", d->nharmless_nodes,
+		d->nharmless_nodes == 1 ? "" : "s", n, n == 1 ? "" : "s");
+	for (size_t i = 0; i < n; i++) {
+		if (i == TEXT_LINES) {
+			print_more(out, st, n - TEXT_LINES);
+			break;
+		}
+		const struct diag_group *g = &d->groups[d->nranked + i];
+		char why[2048];
+		trace_describe_proof(t, g->proof, st->build_dir, why, sizeof why);
+		colour(out, st, C_DIM);
+		fputs("    ", out);
+		put_text_cstr(out, g->name);
+		fprintf(out, " (%zu): %s: ", g->nnodes, g->proof->probe ? g->proof->probe->id : "?");
+		put_text_cstr(out, why);
+		colour(out, st, C_NONE);
+		fputc('\n', out);
+	}
+}
+
+static void print_build(FILE *out, int status)
+{
+	if (status < 0)
+		fputs("  build: exit status unknown\n", out);
+	else if (status == 0)
+		fputs("  build: succeeded (exit status 0)\n", out);
+	else if (status > 128)
+		fprintf(out, "  build: failed (exit status %d: killed by signal %d)\n", status, status - 128);
+	else
+		fprintf(out, "  build: failed (exit status %d)\n", status);
+}
+
+void tracelog_write_verdict(const struct trace_diagnosis *d, const struct report_style *st, FILE *out)
+{
+	colour(out, st, C_BOLD);
+	fputs("=== kiln trace verdict: ", out);
+	colour(out, st, C_NONE);
+	colour(out, st, d->complete && d->exit_status == 0 && d->violations == 0 ? C_GREEN : C_RED);
+	put_text_cstr(out, d->verdict ? d->verdict : "(out of memory)");
+	colour(out, st, C_NONE);
+	fputc('\n', out);
+}
+
+/* ---- write probes and glibc's own loads (docs/policy.md, docs/glibc-data.md) --- */
+
+/* access(W_OK) outside the writable areas: answered EACCES, nothing written. */
+static void write_probes(FILE *out, const struct tracelog *t, const struct report_style *st)
+{
+	struct item *v = t->probes.n ? sorted(&t->probes) : NULL;
+	if (!v)
 		return;
-	struct item *v = sorted(&t->unhidden);
+	fprintf(out, "  write probes (access W_OK outside the writable areas; answered EACCES, as "
+		     "for a build user who is not root; nothing written): %zu\n", t->probes.n);
+	for (size_t i = 0; i < t->probes.n && i < TEXT_LINES; i++)
+		print_finding(out, t, &v[i]);
+	if (t->probes.n > TEXT_LINES)
+		print_more(out, st, t->probes.n - TEXT_LINES);
+	free(v);
+}
+
+/* Files glibc loads for itself that no hook can hide: kept apart from the
+ * hidden ones, which the build did not get. */
+static void write_unhidden(FILE *out, const struct tracelog *t, const struct report_style *st)
+{
+	struct item *v = t->unhidden.n ? sorted(&t->unhidden) : NULL;
 	if (!v)
 		return;
 	fprintf(out, "  loaded by glibc for itself, not hidden (kiln cannot keep them from it): %zu\n",
@@ -158,26 +282,34 @@ static void write_unhidden(FILE *out, const struct tracelog *t)
 		fputc('\n', out);
 	}
 	if (t->unhidden.n > TEXT_LINES)
-		fprintf(out, "    ... and %zu more\n", t->unhidden.n - TEXT_LINES);
+		print_more(out, st, t->unhidden.n - TEXT_LINES);
 	free(v);
 }
 
-void tracelog_write_text(const struct tracelog *t, FILE *out)
+void tracelog_write_text(const struct tracelog *t, const struct trace_diagnosis *d,
+			 const struct report_style *st, FILE *out)
 {
-	struct item *hid = sorted(&t->hidden), *ref = sorted(&t->refused), *unk = sorted(&t->unknown),
-		    *prb = sorted(&t->probes);
-	if (!hid || !ref || !unk || !prb) {
+	if (st->quiet) {
+		tracelog_write_verdict(d, st, out);
+		return;
+	}
+	struct item *ref = sorted(&t->refused), *unk = sorted(&t->unknown);
+	if (!ref || !unk) {
 		fprintf(out, "kiln trace: out of memory writing the report\n");
 		goto done;
 	}
-	size_t npkgs = 0;
-	for (size_t i = 0; i < t->hidden.n; i++)
-		if (hid[i].f->reason == SBX_HIDDEN_PKG &&
-		    (i == 0 || strcmp(hid[i].f->pkg, hid[i - 1].f->pkg) || hid[i - 1].f->reason != SBX_HIDDEN_PKG))
+	size_t npkgs = 0, nranked_pkgs = 0;
+	for (size_t i = 0; i < d->ngroups; i++)
+		if (d->groups[i].reason == SBX_HIDDEN_PKG) {
 			npkgs++;
+			nranked_pkgs += d->groups[i].ev != EV_NONE;
+		}
 
-	fprintf(out, "\nkiln trace report%s\n",
+	fputc('\n', out);
+	colour(out, st, C_BOLD);
+	fprintf(out, "=== kiln trace report%s ===\n",
 		t->report_only ? " (report only: nothing was hidden or refused)" : "");
+	colour(out, st, C_NONE);
 	fputs("  declared:", out);
 	for (size_t i = 0; i < t->ndeclared; i++) {
 		fputs(i ? ", " : " ", out);
@@ -185,46 +317,36 @@ void tracelog_write_text(const struct tracelog *t, FILE *out)
 	}
 	fprintf(out, "%s (closure with the Essential packages: %zu packages)\n",
 		t->ndeclared ? "" : " nothing", t->closure_size);
-	fprintf(out, "  %s: %zu path%s, from %zu package%s outside the dependency closure\n",
+	print_build(out, d->exit_status);
+	fprintf(out, "  %s: %zu path%s, from %zu package%s outside the dependency closure "
+		"(%zu ranked, %zu known harmless probes only)\n",
 		t->report_only ? "would be hidden" : "hidden",
-		t->hidden.n, t->hidden.n == 1 ? "" : "s", npkgs, npkgs == 1 ? "" : "s");
-	for (size_t i = 0, shown = 0; i < t->hidden.n; i++) {
-		bool new_group = i == 0 || strcmp(group_name(hid[i].f), group_name(hid[i - 1].f));
-		if (new_group) {
-			size_t k = i;
-			while (k < t->hidden.n && !strcmp(group_name(hid[k].f), group_name(hid[i].f)))
-				k++;
-			fputs("  ", out);
-			put_text_cstr(out, group_name(hid[i].f));
-			fprintf(out, " (%zu)\n", k - i);
-			shown = 0;
-		}
-		if (shown++ < TEXT_LINES) {
-			print_finding(out, t, &hid[i]);
-		} else if (i + 1 == t->hidden.n || strcmp(group_name(hid[i + 1].f), group_name(hid[i].f))) {
-			fprintf(out, "    ... and %zu more\n", shown - TEXT_LINES);
-		}
+		t->hidden.n, t->hidden.n == 1 ? "" : "s", npkgs, npkgs == 1 ? "" : "s", nranked_pkgs,
+		npkgs - nranked_pkgs);
+	if (d->nranked) {
+		colour(out, st, C_BOLD);
+		fputs("  ranked, most likely missing first (evidence: exec > read > command in PATH > "
+		      "directory > stat):\n", out);
+		colour(out, st, C_NONE);
 	}
+	for (size_t i = 0; i < d->nranked; i++)
+		print_group(out, t, &d->groups[i], st, i + 1);
+	if (d->ngroups > d->nranked)
+		print_harmless(out, t, d, st);
 	fprintf(out, "  %s: %zu\n", t->report_only ? "writes that would be refused" : "refused writes",
 		t->refused.n);
 	for (size_t i = 0; i < t->refused.n && i < TEXT_LINES; i++)
 		print_finding(out, t, &ref[i]);
 	if (t->refused.n > TEXT_LINES)
-		fprintf(out, "    ... and %zu more\n", t->refused.n - TEXT_LINES);
-	if (t->probes.n)
-		fprintf(out, "  write probes (access W_OK outside the writable areas; answered EACCES, as "
-			     "for a build user who is not root; nothing written): %zu\n", t->probes.n);
-	for (size_t i = 0; i < t->probes.n && i < TEXT_LINES; i++)
-		print_finding(out, t, &prb[i]);
-	if (t->probes.n > TEXT_LINES)
-		fprintf(out, "    ... and %zu more\n", t->probes.n - TEXT_LINES);
-	write_unhidden(out, t);
+		print_more(out, st, t->refused.n - TEXT_LINES);
+	write_probes(out, t, st);
+	write_unhidden(out, t, st);
 	fprintf(out, "  unknown files (in registry-managed trees, not in the registry; allowed): %zu\n",
 		t->unknown.n);
 	for (size_t i = 0; i < t->unknown.n && i < TEXT_LINES; i++)
 		print_finding(out, t, &unk[i]);
 	if (t->unknown.n > TEXT_LINES)
-		fprintf(out, "    ... and %zu more\n", t->unknown.n - TEXT_LINES);
+		print_more(out, st, t->unknown.n - TEXT_LINES);
 	size_t nsetuid = 0, nstatic = 0;
 	for (size_t i = 0; i < t->nevents; i++)
 		t->events[i].kind == KILN_E_SETUID_EXEC ? nsetuid++ : nstatic++;
@@ -238,19 +360,34 @@ void tracelog_write_text(const struct tracelog *t, FILE *out)
 		fputc('\n', out);
 	}
 	if (t->nevents > TEXT_LINES)
-		fprintf(out, "    ... and %zu more\n", t->nevents - TEXT_LINES);
+		print_more(out, st, t->nevents - TEXT_LINES);
+	if (!d->unused_known) {
+		fprintf(out, "  unused %s: not worked out%s\n", d->unused_label,
+			d->exit_status != 0 ? " (the build did not succeed)" : "");
+	} else {
+		fprintf(out, "  unused %s (none of their files reached): %s", d->unused_label,
+			d->nunused ? "" : "none");
+		for (size_t i = 0; i < d->nunused; i++) {
+			fputs(i ? ", " : "", out);
+			put_text_cstr(out, d->unused[i]);
+		}
+		fputc('\n', out);
+	}
 	fprintf(out, "  totals: %lu queries (%lu directory listings, %lu entries hidden), %zu paths, "
-		"%zu processes (%zu connections); %zu hidden, %zu refused, %zu unknown, %zu exec events",
+		"%zu processes (%zu connections); %zu hidden (%zu harmless), %zu refused, %zu unknown, "
+		"%zu exec events",
 		t->queries, t->dir_queries, t->entries_hidden, t->paths.n, tracelog_processes(t), t->nclients,
-		t->hidden.n, t->refused.n, t->unknown.n, t->nevents);
+		t->hidden.n, d->nharmless_nodes, t->refused.n, t->unknown.n, t->nevents);
 	if (t->failures)
 		fprintf(out, "; %lu undecidable (refused)", t->failures);
 	fprintf(out, "; server CPU %.2f s\n", t->server_cpu);
+	if (st->strict && d->violations && d->exit_status == 0)
+		fprintf(out, "  --strict: exit status 1: %lu finding%s that count (ranked hidden paths, "
+			"refused writes)\n", d->violations, d->violations == 1 ? "" : "s");
+	tracelog_write_verdict(d, st, out);
 done:
-	free(hid);
 	free(ref);
 	free(unk);
-	free(prb);
 }
 
 void tracelog_write_stats(const struct tracelog *t, FILE *out)
@@ -332,7 +469,28 @@ static void json_who(FILE *f, const struct tracelog *t, int client)
 	fputc(']', f);
 }
 
-static void json_findings(FILE *f, const struct tracelog *t, const struct item *v, size_t n)
+static void json_proof(FILE *f, const struct tracelog *t, const struct trace_proof *p,
+		       const char *build_dir)
+{
+	if (p->ev == EV_NONE) {
+		fputs("null", f);
+		return;
+	}
+	char why[2048];
+	trace_describe_proof(t, p, build_dir, why, sizeof why);
+	fprintf(f, "{\"kind\":\"%s\",\"path\":", trace_evidence_name(p->ev));
+	json_cstr(f, p->path ? p->path : "");
+	fputs(",\"access\":", f);
+	json_access(f, p->access);
+	fputs(",\"text\":", f);
+	json_cstr(f, why);
+	fputc(',', f);
+	json_who(f, t, p->client);
+	fputc('}', f);
+}
+
+static void json_findings(FILE *f, const struct tracelog *t, const struct item *v, size_t n,
+			  bool hidden, const char *build_dir)
 {
 	fputc('[', f);
 	for (size_t i = 0; i < n; i++) {
@@ -354,49 +512,114 @@ static void json_findings(FILE *f, const struct tracelog *t, const struct item *
 		json_access(f, v[i].f->access);
 		fputc(',', f);
 		json_who(f, t, v[i].f->client);
+		if (hidden) {
+			const struct trace_finding *x = v[i].f;
+			const struct trace_proof *p = x->counts.ev != EV_NONE ? &x->counts : &x->harmless;
+			fputs(",\"harmless\":", f);
+			if (x->counts.ev == EV_NONE && p->probe)
+				json_cstr(f, p->probe->id);
+			else
+				fputs("null", f);
+			fputs(",\"evidence\":", f);
+			json_proof(f, t, p, build_dir);
+		}
 		fputc('}', f);
 	}
 	fputc(']', f);
 }
 
-int tracelog_write_json(const struct tracelog *t, const char *file, int exit_status,
-			char *err, size_t errlen)
+static void json_nullable(FILE *f, const char *s)
 {
-	struct outfile out;
-	struct item *hid = sorted(&t->hidden), *ref = sorted(&t->refused), *unk = sorted(&t->unknown),
-		    *prb = sorted(&t->probes);
-	FILE *f = hid && ref && unk && prb ? outfile_fopen(&out, AT_FDCWD, file, STDOUT_FILENO, 0, err, errlen)
-					   : NULL;
-	if (!f) {
-		if (!hid || !ref || !unk || !prb)
-			snprintf(err, errlen, "out of memory writing %s", file);
-		free(hid);
-		free(ref);
-		free(unk);
-		free(prb);
-		return -1;
-	}
-	fprintf(f, "{\"mode\":\"%s\",", t->report_only ? "report-only" : "enforce");
-	if (exit_status >= 0)
-		fprintf(f, "\"exit_status\":%d,", exit_status);
+	if (s)
+		json_cstr(f, s);
 	else
-		fputs("\"exit_status\":null,", f);
-	fputs("\n\"declared\":[", f);
-	for (size_t i = 0; i < t->ndeclared; i++) {
-		if (i)
+		fputs("null", f);
+}
+
+static void json_diagnosis(FILE *f, const struct tracelog *t, const struct trace_diagnosis *d,
+			   const char *build_dir)
+{
+	fputs(",\n\"packages\":[", f);
+	for (size_t i = 0; i < d->ngroups; i++) {
+		const struct diag_group *g = &d->groups[i];
+		fputs(i ? ",\n  {\"name\":" : "\n  {\"name\":", f);
+		json_cstr(f, g->name);
+		fprintf(f, ",\"reason\":\"%s\",", g->reason == SBX_HIDDEN_PKG ? "package"
+						   : g->reason == SBX_HIDDEN_RULE ? "deny rule"
+						   : g->reason == SBX_HIDDEN_UNOWNED ? "owned rule" : "unknown hide");
+		if (g->ev != EV_NONE)
+			fprintf(f, "\"rank\":%zu,\"evidence\":\"%s\",\"harmless\":null,", i + 1,
+				trace_evidence_name(g->ev));
+		else {
+			fputs("\"rank\":null,\"evidence\":\"none\",\"harmless\":", f);
+			json_nullable(f, g->proof->probe ? g->proof->probe->id : NULL);
 			fputc(',', f);
-		json_cstr(f, t->declared[i]);
+		}
+		fputs("\"proof\":", f);
+		json_proof(f, t, g->proof, build_dir);
+		fputs(",\"brought_by\":", f);
+		json_nullable(f, g->brought_by);
+		fputs(",\"write\":", f);
+		json_nullable(f, g->reason == SBX_HIDDEN_PKG ? g->write : NULL);
+		fputs(",\"advice\":", f);
+		json_nullable(f, g->advice);
+		fputs(",\"paths\":[", f);
+		for (size_t j = 0; j < g->nnodes; j++) {
+			if (j)
+				fputc(',', f);
+			json_cstr(f, g->nodes[j].node);
+		}
+		fputs("]}", f);
 	}
-	fprintf(f, "],\"closure_packages\":%zu,", t->closure_size);
-	fputs("\n\"hidden\":", f);
-	json_findings(f, t, hid, t->hidden.n);
-	fputs(",\n\"refused_writes\":", f);
-	json_findings(f, t, ref, t->refused.n);
+	fputs("],\n\"unused\":", f);
+	if (!d->unused_known) {
+		fputs("null", f);
+	} else {
+		fputc('[', f);
+		for (size_t i = 0; i < d->nunused; i++) {
+			if (i)
+				fputc(',', f);
+			json_cstr(f, d->unused[i]);
+		}
+		fputc(']', f);
+	}
+	fputs(",\n\"verdict\":{\"text\":", f);
+	json_nullable(f, d->verdict);
+	fprintf(f, ",\"complete\":%s,\"failed\":%s,\"missing\":[", d->complete ? "true" : "false",
+		d->exit_status > 0 ? "true" : "false");
+	bool first = true;
+	for (size_t i = 0; i < d->nranked; i++)
+		if (d->groups[i].reason == SBX_HIDDEN_PKG && !d->groups[i].brought_by) {
+			fputs(first ? "" : ",", f);
+			json_cstr(f, d->groups[i].name);
+			first = false;
+		}
+	fputs("],\"cause\":", f);
+	if (!d->cause.node) {
+		fputs("null", f);
+	} else {
+		fputs("{\"path\":", f);
+		json_cstr(f, d->cause.node);
+		fprintf(f, ",\"kind\":\"%s\",\"package\":", d->cause.proof ? "hidden" : "refused write");
+		json_nullable(f, d->cause.group);
+		fputs(",\"evidence\":", f);
+		if (d->cause.proof)
+			json_proof(f, t, d->cause.proof, build_dir);
+		else {
+			fputs("null,", f);
+			json_who(f, t, d->cause.f->client);
+		}
+		fputc('}', f);
+	}
+	fputc('}', f);
+}
+
+/* "write_probes" and "unhidden_glibc_data" of the JSON report. */
+static void json_probes_and_unhidden(FILE *f, const struct tracelog *t, const char *build_dir)
+{
+	struct item *prb = sorted(&t->probes), *unh = sorted(&t->unhidden);
 	fputs(",\n\"write_probes\":", f);
-	json_findings(f, t, prb, t->probes.n);
-	fputs(",\n\"unknown\":", f);
-	json_findings(f, t, unk, t->unknown.n);
-	struct item *unh = sorted(&t->unhidden);
+	json_findings(f, t, prb, prb ? t->probes.n : 0, false, build_dir);
 	fputs(",\n\"unhidden_glibc_data\":[", f);
 	for (size_t i = 0; unh && i < t->unhidden.n; i++) {
 		fputs(i ? ",\n  {\"path\":" : "\n  {\"path\":", f);
@@ -410,7 +633,48 @@ int tracelog_write_json(const struct tracelog *t, const char *file, int exit_sta
 		fputc('}', f);
 	}
 	fputc(']', f);
+	free(prb);
 	free(unh);
+}
+
+int tracelog_write_json(const struct tracelog *t, const struct trace_diagnosis *d, const char *file,
+			char *err, size_t errlen)
+{
+	int exit_status = d->exit_status;
+	char cwd[PATH_MAX];
+	const char *build_dir = getcwd(cwd, sizeof cwd) ? cwd : NULL;
+	struct outfile out;
+	struct item *hid = sorted(&t->hidden), *ref = sorted(&t->refused), *unk = sorted(&t->unknown);
+	FILE *f = hid && ref && unk ? outfile_fopen(&out, AT_FDCWD, file, STDOUT_FILENO, 0, err, errlen) : NULL;
+	if (!f) {
+		if (!hid || !ref || !unk)
+			snprintf(err, errlen, "out of memory writing %s", file);
+		free(hid);
+		free(ref);
+		free(unk);
+		return -1;
+	}
+	fprintf(f, "{\"schema_version\":%d,\"mode\":\"%s\",", TRACE_REPORT_SCHEMA,
+		t->report_only ? "report-only" : "enforce");
+	if (exit_status >= 0)
+		fprintf(f, "\"exit_status\":%d,", exit_status);
+	else
+		fputs("\"exit_status\":null,", f);
+	fputs("\n\"declared\":[", f);
+	for (size_t i = 0; i < t->ndeclared; i++) {
+		if (i)
+			fputc(',', f);
+		json_cstr(f, t->declared[i]);
+	}
+	fprintf(f, "],\"closure_packages\":%zu,", t->closure_size);
+	fputs("\n\"hidden\":", f);
+	json_findings(f, t, hid, t->hidden.n, true, build_dir);
+	fputs(",\n\"refused_writes\":", f);
+	json_findings(f, t, ref, t->refused.n, false, build_dir);
+	fputs(",\n\"unknown\":", f);
+	json_findings(f, t, unk, t->unknown.n, false, build_dir);
+	json_probes_and_unhidden(f, t, build_dir);
+	json_diagnosis(f, t, d, build_dir);
 	fputs(",\n\"exec_events\":[", f);
 	for (size_t i = 0; i < t->nevents; i++) {
 		fprintf(f, "%s{\"kind\":\"%s\",\"path\":", i ? ",\n  " : "\n  ",
@@ -433,11 +697,11 @@ int tracelog_write_json(const struct tracelog *t, const char *file, int exit_sta
 	fprintf(f, "],\n\"totals\":{\"queries\":%lu,\"dir_queries\":%lu,\"entries_hidden\":%lu,"
 		"\"paths\":%zu,\"processes\":%zu,\"connections\":%zu,\"hidden\":%zu,\"hidden_packages\":%zu,"
 		"\"refused_writes\":%zu,\"write_probes\":%zu,\"unknown\":%zu,\"exec_events\":%zu,\"undecidable\":%lu,"
-		"\"violations\":%lu,\"server_cpu_seconds\":%.3f},\n",
+		"\"harmless\":%zu,\"violations\":%lu,\"server_cpu_seconds\":%.3f},\n",
 		t->queries, t->dir_queries, t->entries_hidden, t->paths.n, tracelog_processes(t),
 		t->nclients, t->hidden.n,
-		npkgs, t->refused.n, t->probes.n, t->unknown.n, t->nevents, t->failures, tracelog_violations(t),
-		t->server_cpu);
+		npkgs, t->refused.n, t->probes.n, t->unknown.n, t->nevents, t->failures, d->nharmless_nodes,
+		d->violations, t->server_cpu);
 	const struct trace_cache_figures *c = &t->cache;
 	fprintf(f, "\"cache\":{\"enabled\":%s,\"hits\":%" PRIu64 ",\"misses\":%" PRIu64
 		",\"round_trips\":%lu,\"listings\":%" PRIu64 ",\"map_bytes\":%" PRIu64
@@ -447,7 +711,6 @@ int tracelog_write_json(const struct tracelog *t, const char *file, int exit_sta
 	free(hid);
 	free(ref);
 	free(unk);
-	free(prb);
 	return outfile_commit(&out, err, errlen);
 }
 

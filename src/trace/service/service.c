@@ -166,8 +166,12 @@ static int data_look(void *ctx, const char *path, struct locale_seen *seen)
 	seen->exists = seen->hidden || ts->dec.exists;
 	struct stat st;
 	seen->is_dir = seen->exists && !seen->hidden && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-	if (seen->hidden && l->loaded_by_glibc)
-		tracelog_unhidden(&ts->log, l->client, path, ts->dec.pkg, l->loaded_by_glibc);
+	size_t pl = strlen(path);
+	if (seen->hidden && l->loaded_by_glibc) {
+		/* Only the catalogs: locale.alias is the hooks' to follow. */
+		if (pl > 3 && !strcmp(path + pl - 3, ".mo"))
+			tracelog_unhidden(&ts->log, l->client, path, ts->dec.pkg, l->loaded_by_glibc);
+	}
 	else if (seen->hidden && l->client >= 0)
 		tracelog_seen(&ts->log, l->client, path, KILN_A_READ, &ts->dec);
 	return 0;

@@ -2,11 +2,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/outfile.h"
@@ -14,6 +16,8 @@
 #include "trace/service/control.h"
 #include "trace/service/data_plans.h"
 #include "trace/service/deps.h"
+#include "trace/service/diagnosis.h"
+#include "trace/service/report.h"
 #include "trace/service/rundir.h"
 #include "trace/service/service.h"
 
@@ -74,18 +78,29 @@ static void plan_ahead(struct trace_service *ts, const struct trace_server_confi
 		trace_service_libc_messages(ts, -1, cfg->locales[i]);
 }
 
+/* Colours only for a terminal, and not when NO_COLOR is set to anything
+ * (no-color.org) or the terminal is dumb. */
+static bool wants_colour(FILE *f)
+{
+	const char *no = getenv("NO_COLOR"), *term = getenv("TERM");
+	return isatty(fileno(f)) && !(no && *no) && !(term && !strcmp(term, "dumb"));
+}
+
 /* The text report to FILE (output rules of common/outfile.h), else stderr. */
-static int write_text_report(const struct tracelog *t, const char *file, char *err, size_t errlen)
+static int write_text_report(const struct tracelog *t, const struct trace_diagnosis *d,
+			     struct report_style *st, const char *file, char *err, size_t errlen)
 {
 	if (!file) {
-		tracelog_write_text(t, stderr);
+		st->colour = wants_colour(stderr);
+		tracelog_write_text(t, d, st, stderr);
 		return 0;
 	}
 	struct outfile o;
 	FILE *f = outfile_fopen(&o, AT_FDCWD, file, STDOUT_FILENO, 0, err, errlen);
 	if (!f)
 		return -1;
-	tracelog_write_text(t, f);
+	st->colour = wants_colour(f);
+	tracelog_write_text(t, d, st, f);
 	return outfile_commit(&o, err, errlen);
 }
 
@@ -114,6 +129,10 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	struct registry_oracle ro = { .reg = reg, .closure = &closure };
 	ts = trace_service_new(cfg->policy, registry_oracle(&ro), cfg->report_only);
 	if (!ts) {
+		snprintf(err, sizeof err, "out of memory");
+		goto fail;
+	}
+	if (tracelog_set_path(&ts->log, cfg->build_path) < 0) {
 		snprintf(err, sizeof err, "out of memory");
 		goto fail;
 	}
@@ -161,7 +180,6 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 		fprintf(stderr, "kiln trace: server: kiln (pid %ld) died before the build ended; "
 				"ended the build (%zu processes killed)\n", (long)kiln, n);
 	}
-	rc = tracelog_violations(&ts->log) ? TRACE_SERVER_VIOLATIONS : TRACE_SERVER_CLEAN;
 	struct rusage ru;
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		ts->log.server_cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
@@ -175,18 +193,35 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 		ts->log.cache.map_bytes = cs.map_bytes;
 		ts->log.cache.entries = cs.entries;
 	}
-	if (write_text_report(&ts->log, cfg->report, err, sizeof err) < 0) {
+	char cwd[PATH_MAX];
+	struct trace_diagnosis diag;
+	struct diag_input din = { .log = &ts->log, .reg = reg, .closure = &closure,
+				  .profile = cfg->profile, .control = cfg->control ? &control : NULL,
+				  .policy = cfg->policy, .exit_status = status,
+				  .build_dir = getcwd(cwd, sizeof cwd) ? cwd : NULL };
+	struct timespec d0, d1;
+	clock_gettime(CLOCK_MONOTONIC, &d0);
+	if (trace_diagnose(&din, &diag, stderr) < 0)
+		fprintf(stderr, "kiln trace: out of memory working out the report's verdict\n");
+	clock_gettime(CLOCK_MONOTONIC, &d1);
+	rc = diag.violations ? TRACE_SERVER_VIOLATIONS : TRACE_SERVER_CLEAN;
+	struct report_style style = { .quiet = cfg->quiet, .strict = cfg->strict, .json = cfg->json_name,
+				      .log = cfg->log_name, .build_dir = din.build_dir };
+	if (write_text_report(&ts->log, &diag, &style, cfg->report, err, sizeof err) < 0) {
 		fprintf(stderr, "kiln trace: %s\n", err);
 		rc = TRACE_SERVER_FAILED;
 	}
-	if (cfg->stats)
+	if (cfg->stats) {
 		tracelog_write_stats(&ts->log, stderr);
+		fprintf(stderr, "  verdict      %.3f s to rank, diagnose and find the unused (after the build)\n",
+			(double)(d1.tv_sec - d0.tv_sec) + (double)(d1.tv_nsec - d0.tv_nsec) / 1e9);
+	}
 	if (getenv("KILN_TRACE_MEMO_STATS"))
 		fprintf(stderr, "kiln trace: server: walk memo %s: %lu of %lu queries answered from it, "
 				"%zu entries, %lu flushes\n", ts->sbx.memo_walks ? "on" : "off",
 			ts->sbx.walk_hits, ts->log.queries + ts->log.dir_queries, ts->sbx.walks.n,
 			ts->sbx.walk_flushes);
-	if (cfg->json && tracelog_write_json(&ts->log, cfg->json, status, err, sizeof err) < 0) {
+	if (cfg->json && tracelog_write_json(&ts->log, &diag, cfg->json, err, sizeof err) < 0) {
 		fprintf(stderr, "kiln trace: %s\n", err);
 		rc = TRACE_SERVER_FAILED;
 	}
@@ -196,6 +231,7 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	}
 	if (run < 0)
 		rc = TRACE_SERVER_FAILED;
+	trace_diagnosis_free(&diag);
 	if (kiln_gone && trace_rundir_remove(cfg->rundir, err, sizeof err) < 0)
 		fprintf(stderr, "kiln trace: server: %s\n", err);
 	goto out;

@@ -27,6 +27,10 @@ struct trace_server_config {
 	const char *json;            /* --json file, or NULL */
 	const char *log;             /* --log file, or NULL */
 	const char *report;          /* --report file for the text report, or NULL: stderr */
+	const char *json_name, *log_name; /* --json and --log as the user wrote them (named in the report) */
+	bool quiet;                  /* --quiet: the text report is the verdict line only */
+	bool strict;                 /* --strict: the report says when it fails the run */
+	const char *build_path;      /* the build's PATH (commands looked up in it are evidence) */
 	const char *socket;          /* where to listen */
 	const char *cache;           /* the verdict cache map to create, or NULL (--no-cache) */
 	bool stats;                  /* --stats: the cache's figures on stderr at the end */
@@ -39,7 +43,7 @@ struct trace_server_config {
 enum {
 	TRACE_SERVER_CLEAN = 0,      /* no violation */
 	TRACE_SERVER_FAILED = 1,     /* could not start or write its output */
-	TRACE_SERVER_VIOLATIONS = 3, /* hidden files or refused writes */
+	TRACE_SERVER_VIOLATIONS = 3, /* ranked hidden files or refused writes (--strict) */
 };
 
 /* Runs the server in the current (forked) process; returns its exit status. */

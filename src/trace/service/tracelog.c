@@ -8,11 +8,20 @@ void tracelog_init(struct tracelog *t, bool report_only)
 	*t = (struct tracelog){ .report_only = report_only };
 }
 
+int tracelog_set_path(struct tracelog *t, const char *path)
+{
+	trace_pathdirs_free(&t->pathdirs);
+	return trace_pathdirs_init(&t->pathdirs, path);
+}
+
 static void free_finding(void *p)
 {
 	struct trace_finding *f = p;
-	if (f)
+	if (f) {
 		free(f->via);
+		free(f->counts.path);
+		free(f->harmless.path);
+	}
 	free(f);
 }
 
@@ -30,6 +39,7 @@ void tracelog_free(struct tracelog *t)
 	for (size_t i = 0; i < t->nevents; i++)
 		free(t->events[i].path);
 	free(t->events);
+	trace_pathdirs_free(&t->pathdirs);
 	*t = (struct tracelog){ 0 };
 }
 
@@ -52,28 +62,53 @@ int tracelog_client(struct tracelog *t, pid_t pid, const char *cmdline, size_t l
 	return (int)t->nclients++;
 }
 
-static void record(struct pathtab *tab, const char *key, int client, unsigned access,
-		   int reason, const char *via, const char *pkg)
+/* Keeps the strongest evidence a hidden node gets, apart for accesses that
+ * match a known harmless probe. Only an access that could outrank what
+ * counts already is looked at (a stat of the path, at most two). */
+static void weigh(const struct tracelog *t, struct trace_finding *f, const char *node,
+		  const char *path, int client, unsigned access)
+{
+	if (f->counts.ev <= (int)trace_evidence_bound(access))
+		return;
+	enum trace_evidence ev = trace_evidence_of(path, access, &t->pathdirs);
+	char prog[128] = "";
+	if (client >= 0 && (size_t)client < t->nclients)
+		trace_program_name(t->clients[client].cmdline, t->clients[client].len, prog, sizeof prog);
+	const struct trace_probe *probe = trace_probe_match(path, node, ev, prog);
+	struct trace_proof *p = probe ? &f->harmless : &f->counts;
+	if ((int)ev >= p->ev)
+		return;
+	char *copy = strdup(path);
+	if (!copy)
+		return;
+	free(p->path);
+	*p = (struct trace_proof){ .ev = (int)ev, .client = client, .access = access,
+				   .seq = t->queries, .probe = probe, .path = copy };
+}
+
+static struct trace_finding *record(struct tracelog *t, struct pathtab *tab, const char *key,
+				    int client, unsigned access, int reason, const char *via,
+				    const char *pkg)
 {
 	bool added;
 	void **slot = pathtab_put(tab, key, strlen(key), &added);
 	if (!slot)
-		return;
+		return NULL;
 	struct trace_finding *f = *slot;
 	if (f) {
 		f->access |= access;
-		return;
+		return f;
 	}
 	size_t pl = strlen(pkg);
 	f = malloc(sizeof *f + pl + 1);
 	if (!f)
-		return;
-	f->client = client;
-	f->access = access;
-	f->reason = reason;
-	f->via = strdup(via);
+		return NULL;
+	*f = (struct trace_finding){ .client = client, .access = access, .reason = reason,
+				     .seq = t->queries, .via = strdup(via),
+				     .counts = { .ev = EV_NONE }, .harmless = { .ev = EV_NONE } };
 	memcpy(f->pkg, pkg, pl + 1);
 	*slot = f;
+	return f;
 }
 
 void tracelog_query(struct tracelog *t, int client, const char *path, unsigned access,
@@ -102,14 +137,18 @@ void tracelog_seen(struct tracelog *t, int client, const char *path, unsigned ac
 	case SBX_HIDDEN_PKG:
 	case SBX_HIDDEN_RULE:
 	case SBX_HIDDEN_UNKNOWN:
-	case SBX_HIDDEN_UNOWNED:
-		record(&t->hidden, d->node, client, access, d->reason, path, d->pkg);
+	case SBX_HIDDEN_UNOWNED: {
+		struct trace_finding *f = record(t, &t->hidden, d->node, client, access, d->reason,
+						 path, d->pkg);
+		if (f)
+			weigh(t, f, d->node, path, client, access);
 		break;
+	}
 	case SBX_WRITE_REFUSED:
-		record(&t->refused, d->node, client, access, d->reason, path, "");
+		record(t, &t->refused, d->node, client, access, d->reason, path, "");
 		break;
 	case SBX_WRITE_PROBE:
-		record(&t->probes, d->node, client, access, d->reason, path, "");
+		record(t, &t->probes, d->node, client, access, d->reason, path, "");
 		break;
 	case SBX_FAILED:
 		t->failures++;
@@ -118,13 +157,13 @@ void tracelog_seen(struct tracelog *t, int client, const char *path, unsigned ac
 		break;
 	}
 	if (d->unknown)
-		record(&t->unknown, d->node, client, access, SBX_OK, path, "");
+		record(t, &t->unknown, d->node, client, access, SBX_OK, path, "");
 }
 
 void tracelog_unhidden(struct tracelog *t, int client, const char *path, const char *pkg,
 		       const char *why)
 {
-	record(&t->unhidden, path, client, KILN_A_READ, SBX_OK, why, pkg);
+	record(t, &t->unhidden, path, client, KILN_A_READ, SBX_OK, why, pkg);
 }
 
 void tracelog_dir(struct tracelog *t, unsigned long entries_hidden)
@@ -147,11 +186,6 @@ void tracelog_event(struct tracelog *t, int client, unsigned kind, const char *p
 	if (!copy)
 		return;
 	t->events[t->nevents++] = (struct trace_event){ .kind = kind, .client = client, .path = copy };
-}
-
-unsigned long tracelog_violations(const struct tracelog *t)
-{
-	return t->hidden.n + t->refused.n;
 }
 
 static int cmp_pid(const void *a, const void *b)

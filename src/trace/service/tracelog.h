@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "trace/service/evidence.h"
 #include "trace/service/pathtab.h"
+#include "trace/service/probes.h"
 #include "trace/service/sandbox.h"
 
 struct trace_client {
@@ -26,11 +28,25 @@ struct trace_path {
 	int client;        /* first client that asked */
 };
 
+/* The strongest evidence of one kind a hidden node got (evidence.h). */
+struct trace_proof {
+	int ev;            /* enum trace_evidence; EV_NONE: nothing recorded */
+	int client;        /* the process whose access gave it */
+	unsigned access;   /* that access's classes */
+	unsigned long seq; /* that query's number (order of the run) */
+	const struct trace_probe *probe; /* the harmless probe it matched */
+	char *path;        /* the path asked */
+};
+
 struct trace_finding {
 	int client;        /* first client that reached it */
 	unsigned access;   /* union of access classes */
 	int reason;        /* enum sbx_reason */
+	unsigned long seq; /* number of the query that first reached it */
 	char *via;         /* the path asked when first reached */
+	/* Hidden nodes only: the strongest access that counts (matched no
+	 * known harmless probe), and the strongest harmless one. */
+	struct trace_proof counts, harmless;
 	char pkg[];        /* owning package (hidden by package), else "" */
 };
 
@@ -68,9 +84,12 @@ struct tracelog {
 	struct trace_cache_figures cache; /* set at the end */
 	const uint64_t *cache_pids;  /* bitmap of pids that used the verdict cache (not owned) */
 	size_t cache_pid_words;
+	struct trace_pathdirs pathdirs; /* the build's PATH, for the evidence of hidden paths */
 };
 
 void tracelog_init(struct tracelog *t, bool report_only);
+/* The build's PATH (for the "command" evidence); 0, or -1 out of memory. */
+int tracelog_set_path(struct tracelog *t, const char *path);
 void tracelog_free(struct tracelog *t);
 
 /* Registers a connected process; returns its client id (-1 out of memory). */
@@ -97,18 +116,6 @@ void tracelog_event(struct tracelog *t, int client, unsigned kind, const char *p
  * needed to connect. */
 size_t tracelog_processes(const struct tracelog *t);
 
-/* Hidden nodes + refused writes (not write probes): what --strict counts. */
-unsigned long tracelog_violations(const struct tracelog *t);
-
-/* report.c: the text report, the JSON report and the access log. The files
- * are written by the output rules of common/outfile.h ("-" is stdout). */
-void tracelog_write_text(const struct tracelog *t, FILE *out);
-int tracelog_write_json(const struct tracelog *t, const char *file, int exit_status,
-			char *err, size_t errlen);
-int tracelog_write_log(const struct tracelog *t, const char *file, char *err, size_t errlen);
-
-/* `kiln trace --stats`: the verdict cache's figures as one block. */
-void tracelog_write_stats(const struct tracelog *t, FILE *out);
 
 /* "srwxlcd" with '-' for classes not in `access`. */
 void tracelog_access_letters(unsigned access, char out[8]);

@@ -48,6 +48,7 @@ int __xmknod(int, const char *, mode_t, dev_t *);
 int __xmknodat(int, int, const char *, mode_t, dev_t *);
 ssize_t __readlink_chk(const char *, char *, size_t, size_t);
 ssize_t __readlinkat_chk(int, const char *, char *, size_t, size_t);
+char *__realpath_chk(const char *, char *, size_t);
 
 static const char *ename(int ok, int e)
 {
@@ -362,6 +363,7 @@ static int one(char **a, int n)
 	if (!strcmp(c, "readlink")) { NEED(1); CALL("readlink", readlink(a[1], buf, sizeof buf)); return 2; }
 	if (!strcmp(c, "readlinkat")) { NEED(1); CALL("readlinkat", readlinkat(AT_FDCWD, a[1], buf, sizeof buf)); return 2; }
 	if (!strcmp(c, "realpath")) { NEED(1); CALLP("realpath", realpath(a[1], buf)); return 2; }
+	if (!strcmp(c, "__realpath_chk")) { NEED(1); CALLP(c, __realpath_chk(a[1], buf, sizeof buf)); return 2; }
 	if (!strcmp(c, "chdir")) { NEED(1); CALL("chdir", chdir(a[1])); return 2; }
 	if (!strcmp(c, "fchdir")) {
 		NEED(1);

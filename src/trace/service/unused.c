@@ -1,0 +1,250 @@
+#include "trace/service/unused.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "registry/query.h"
+#include "trace/verdict.h"
+
+#define MAX_LINKS 40
+
+/* Resolution as the kernel does it, with every symlink met and every final
+ * node that is not a directory counted as touched. Directories are resolved
+ * once each (memo). */
+struct resolver {
+	struct pathtab dirs;   /* lexical directory -> canonical directory, or &not_dir */
+	struct pathtab nodes;  /* canonical nodes already counted */
+	struct kiln_registry *reg;
+	struct registry_pkgset *out;
+	int failed;
+};
+
+static char not_dir;
+
+static void free_dir(void *p)
+{
+	if (p != &not_dir)
+		free(p);
+}
+
+static char *join(const char *dir, const char *name)
+{
+	char *s;
+	if (asprintf(&s, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "", name) < 0)
+		return NULL;
+	return s;
+}
+
+/* Lexically clean in place: no "//", no "/." components, no trailing '/'
+ * (".." kept: resolve() follows it from the resolved parent). */
+static void clean(char *s)
+{
+	char *w = s;
+	for (const char *r = s; *r;) {
+		if (*r == '/') {
+			while (*r == '/')
+				r++;
+			if (r[0] == '.' && (r[1] == '/' || r[1] == '\0')) {
+				r++;
+				continue;
+			}
+			*w++ = '/';
+			continue;
+		}
+		*w++ = *r++;
+	}
+	if (w > s + 1 && w[-1] == '/')
+		w--;
+	if (w == s)
+		*w++ = '/';
+	*w = '\0';
+}
+
+static void count(struct resolver *r, const char *node)
+{
+	bool added;
+	void **slot = pathtab_put(&r->nodes, node, strlen(node), &added);
+	if (!slot || !added)
+		return;
+	*slot = &not_dir; /* any non-NULL value */
+	int64_t ids[32];
+	int n = registry_owners(r->reg, node, ids, 32);
+	if (n < 0) {
+		r->failed = 1;
+		return;
+	}
+	for (int i = 0; i < n && i < 32; i++)
+		if (registry_pkgset_add(r->out, ids[i]) < 0)
+			r->failed = 1;
+}
+
+static char *resolve(struct resolver *r, const char *p, int links);
+
+static const char *canon_dir(struct resolver *r, const char *dir, int links)
+{
+	void **slot;
+	bool added;
+	const char *known = pathtab_get(&r->dirs, dir, strlen(dir));
+	if (known)
+		return known == &not_dir ? NULL : known;
+	char *c = resolve(r, dir, links);
+	struct stat st;
+	if (c && (stat(c, &st) < 0 || !S_ISDIR(st.st_mode))) {
+		free(c);
+		c = NULL;
+	}
+	if (!(slot = pathtab_put(&r->dirs, dir, strlen(dir), &added))) {
+		free(c);
+		r->failed = 1;
+		return NULL;
+	}
+	*slot = c ? c : &not_dir;
+	return c;
+}
+
+/* The canonical path of existing `p` (absolute, clean; ".." allowed), a
+ * final symlink followed; NULL if it does not resolve. */
+static char *resolve(struct resolver *r, const char *p, int links)
+{
+	if (!strcmp(p, "/"))
+		return strdup("/");
+	const char *slash = strrchr(p, '/');
+	char *parent = slash == p ? strdup("/") : strndup(p, (size_t)(slash - p));
+	if (!parent)
+		return NULL;
+	const char *pc = canon_dir(r, parent, links);
+	free(parent);
+	if (!pc)
+		return NULL;
+	const char *name = slash + 1;
+	if (!strcmp(name, "..")) {
+		char *up = strdup(pc);
+		char *s = up ? strrchr(up, '/') : NULL;
+		if (s)
+			s == up ? (void)(s[1] = '\0') : (void)(*s = '\0');
+		return up;
+	}
+	char *node = join(pc, name);
+	struct stat st;
+	if (!node || lstat(node, &st) < 0) {
+		free(node);
+		return NULL;
+	}
+	if (!S_ISLNK(st.st_mode)) {
+		if (!S_ISDIR(st.st_mode))
+			count(r, node);
+		return node;
+	}
+	count(r, node);
+	char target[PATH_MAX];
+	ssize_t n = links < MAX_LINKS ? readlink(node, target, sizeof target - 1) : -1;
+	if (n <= 0) {
+		free(node);
+		return NULL;
+	}
+	target[n] = '\0';
+	char *full = target[0] == '/' ? strdup(target) : join(pc, target);
+	free(node);
+	if (!full)
+		return NULL;
+	clean(full);
+	char *res = resolve(r, full, links + 1);
+	free(full);
+	return res;
+}
+
+int trace_touched_packages(const struct tracelog *t, const struct policy *policy,
+			   struct kiln_registry *reg, struct registry_pkgset *out,
+			   char *err, size_t errlen)
+{
+	struct resolver r = { .reg = reg, .out = out };
+	for (size_t i = 0; i < t->paths.cap && !r.failed; i++) {
+		const char *key = t->paths.slots[i].key;
+		const struct trace_path *p = t->paths.slots[i].val;
+		if (!key || !p || !(p->verdicts & (1u << KILN_V_ALLOW)) || key[0] != '/' ||
+		    policy_action_for(policy, key) == POLICY_ALLOW)
+			continue;
+		char *c = resolve(&r, key, 0);
+		free(c);
+	}
+	pathtab_free(&r.dirs, free_dir);
+	pathtab_free(&r.nodes, NULL);
+	if (r.failed) {
+		snprintf(err, errlen, "finding the packages the build used: %s",
+			 registry_errmsg(reg)[0] ? registry_errmsg(reg) : "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+static bool any_touched(const struct registry_pkgset *set, const struct registry_pkgset *touched)
+{
+	for (size_t i = 0; i < set->n; i++)
+		if (registry_pkgset_has(touched, set->ids[i]))
+			return true;
+	return false;
+}
+
+long trace_unused_deps(struct kiln_registry *reg, enum registry_profile profile,
+		       const char *const *declared, size_t n, const struct registry_pkgset *closure,
+		       const struct registry_pkgset *touched, size_t *unused, char *err,
+		       size_t errlen)
+{
+	long k = 0;
+	const char **others = calloc(n + 1, sizeof *others);
+	if (!others) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(declared[i], "build-essential"))
+			continue;
+		/* The declared name itself: a package of that name, or what
+		 * provides it in the closure. */
+		int64_t ids[64];
+		int m = registry_satisfiers(reg, declared[i], "", ids, 64);
+		if (m < 0)
+			goto fail;
+		bool used = false;
+		for (int j = 0; j < m && j < 64 && !used; j++)
+			used = registry_pkgset_has(closure, ids[j]) && registry_pkgset_has(touched, ids[j]);
+		if (used)
+			continue;
+		/* What only it brings: the closure without it, compared. */
+		size_t no = 0;
+		for (size_t j = 0; j < n; j++)
+			if (j != i)
+				others[no++] = declared[j];
+		struct registry_pkgset rest = { 0 }, only = { 0 };
+		if (registry_closure_profile(reg, profile, others, no, true, &rest, err, errlen) < 0) {
+			registry_pkgset_free(&rest);
+			free(others);
+			return -1;
+		}
+		for (size_t j = 0; j < closure->n; j++)
+			if (!registry_pkgset_has(&rest, closure->ids[j]) &&
+			    registry_pkgset_add(&only, closure->ids[j]) < 0) {
+				registry_pkgset_free(&rest);
+				registry_pkgset_free(&only);
+				snprintf(err, errlen, "out of memory");
+				free(others);
+				return -1;
+			}
+		used = any_touched(&only, touched);
+		registry_pkgset_free(&rest);
+		registry_pkgset_free(&only);
+		if (!used)
+			unused[k++] = i;
+	}
+	free(others);
+	return k;
+fail:
+	snprintf(err, errlen, "%s", registry_errmsg(reg));
+	free(others);
+	return -1;
+}

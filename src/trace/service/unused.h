@@ -1,0 +1,33 @@
+/* Unused Build-Depends: declared packages the build did not use
+ * (docs/trace-report.md, "Unused Build-Depends"). A declared package D is
+ * used when the build reached a file or symlink (not a directory, which
+ * many packages share) owned by D, or by a package that only D brings into
+ * the closure (a metapackage such as pkg-config -> pkgconf is used through
+ * what it depends on). Worked out once the build has ended. */
+#ifndef KILN_TRACE_SERVICE_UNUSED_H
+#define KILN_TRACE_SERVICE_UNUSED_H
+
+#include <stddef.h>
+
+#include "registry/registry.h"
+#include "trace/service/policy.h"
+#include "trace/service/tracelog.h"
+
+/* The packages owning what the build reached: every path of t->paths that
+ * was allowed, outside the policy's allow areas, resolved as the kernel
+ * would (each symlink on the way counts, directories do not). */
+int trace_touched_packages(const struct tracelog *t, const struct policy *policy,
+			   struct kiln_registry *reg, struct registry_pkgset *out,
+			   char *err, size_t errlen);
+
+/* Of the `n` declared names (as the closure was computed from them, in that
+ * order, under `profile`, giving `closure`), those unused by the build that
+ * touched `touched`: indexes into `declared` written to `unused` (room for
+ * n), their number returned, -1 on a registry error. `build-essential` is
+ * implied by Debian policy and never listed. */
+long trace_unused_deps(struct kiln_registry *reg, enum registry_profile profile,
+		       const char *const *declared, size_t n, const struct registry_pkgset *closure,
+		       const struct registry_pkgset *touched, size_t *unused, char *err,
+		       size_t errlen);
+
+#endif

@@ -1,0 +1,311 @@
+"""The report's answer (docs/trace-report.md): hidden packages ranked by
+their evidence, the known harmless probes apart, the verdict line, what to
+write for an alternative or a virtual package, the access behind a failed
+build, unused Build-Depends, --strict, --quiet, colours and where the rest
+of a shortened list is. A synthetic system tree under a manifest registry,
+real commands under the preload library (the fast counterpart of
+`make check-packages`)."""
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+
+import pytest
+
+from conftest import run
+from runas import manifest_text
+
+SCRIPT_ALL = """
+$SYS/usr/bin/runme 2>/dev/null          # exec of a hidden file
+cat $SYS/usr/include/read.h 2>/dev/null  # read
+lookme 2>/dev/null                      # a command looked up in PATH
+ls $SYS/usr/share/dirpkg >/dev/null 2>&1 # a directory listed
+test -e $SYS/usr/share/statpkg/file     # a stat of a file, not in PATH
+test -e $SYS/usr/lib/absentpkg/Foo.pmc   # a name that does not exist
+./dpkg-buildpackage                     # a known harmless probe
+cat $SYS/usr/include/dep.h $SYS/usr/include/impl.h >/dev/null
+true
+"""
+
+
+def package(name, files, essential=False, depends=None, provides=None):
+    return (name, essential, files, depends, provides)
+
+
+@pytest.fixture
+def world(tmp_path, kiln_bin):
+    sys_ = tmp_path / "sys"
+    S = str(sys_)
+    for d in ("usr/bin", "usr/include", "usr/share/dirpkg", "usr/share/statpkg", "usr/lib/absentpkg",
+              "usr/share/many"):
+        (sys_ / d).mkdir(parents=True, exist_ok=True)
+    for exe in ("runme", "lookme", "gpg"):
+        p = sys_ / "usr" / "bin" / exe
+        p.write_text("#!/bin/sh\nexit 0\n")
+        p.chmod(0o755)
+    for h in ("read.h", "dep.h", "impl.h", "unused.h", "alt-a.h", "alt-b.h", "prov1.h", "prov2.h",
+              "top.h", "low.h"):
+        (sys_ / "usr" / "include" / h).write_text("x\n")
+    (sys_ / "usr" / "share" / "statpkg" / "file").write_text("x\n")
+    (sys_ / "usr" / "share" / "dirpkg" / "f").write_text("x\n")
+    for i in range(13):
+        (sys_ / "usr" / "share" / "many" / f"f{i:02d}").write_text("x\n")
+    pkgs = [
+        package("base", [f"{S}/", f"{S}/usr/", f"{S}/usr/bin/", f"{S}/usr/include/", f"{S}/usr/share/",
+                         f"{S}/usr/lib/", f"{S}/usr/share/many/"], essential=True),
+        package("pkg-exec", [f"{S}/usr/bin/runme"]),
+        package("pkg-read", [f"{S}/usr/include/read.h"]),
+        package("pkg-cmd", [f"{S}/usr/bin/lookme"]),
+        package("pkg-dir", [f"{S}/usr/share/dirpkg/", f"{S}/usr/share/dirpkg/f"]),
+        package("pkg-stat", [f"{S}/usr/share/statpkg/", f"{S}/usr/share/statpkg/file"]),
+        package("pkg-absent", [f"{S}/usr/lib/absentpkg/"]),
+        package("gnupg-fake", [f"{S}/usr/bin/gpg"]),
+        package("pkg-many", [f"{S}/usr/share/many/f{i:02d}" for i in range(13)]),
+        package("libdep-dev", [f"{S}/usr/include/dep.h"]),
+        package("libunused-dev", [f"{S}/usr/include/unused.h"]),
+        package("meta", [], depends="impl"),
+        package("impl", [f"{S}/usr/include/impl.h"]),
+        package("liba-dev", [f"{S}/usr/include/alt-a.h"]),
+        package("libb-dev", [f"{S}/usr/include/alt-b.h"]),
+        package("prov1", [f"{S}/usr/include/prov1.h"], provides="virt"),
+        package("prov2", [f"{S}/usr/include/prov2.h"], provides="virt"),
+        package("top", [f"{S}/usr/include/top.h"], depends="low"),
+        package("low", [f"{S}/usr/include/low.h"]),
+    ]
+    text = []
+    for name, essential, files, depends, provides in pkgs:
+        stanza = manifest_text([(name, essential, files)])
+        extra = (f"Depends: {depends}\n" if depends else "") + (f"Provides: {provides}\n" if provides else "")
+        text.append(stanza.replace("Files:\n", extra + "Files:\n", 1))
+    manifest = tmp_path / "manifest"
+    manifest.write_text("\n".join(text))
+    db = tmp_path / "registry.db"
+    r = run([kiln_bin, "registry", "--db", db, "import", "manifest", manifest])
+    assert r.returncode == 0, r.stderr
+    build = tmp_path / "build"
+    build.mkdir()
+    probe = build / "dpkg-buildpackage"   # looks for a signing tool, as dpkg does
+    probe.write_text(f"#!/bin/sh\ntest -x {S}/usr/bin/gpg\nexit 0\n")
+    probe.chmod(0o755)
+
+    class W:
+        pass
+    w = W()
+    w.tmp, w.sys, w.db, w.build = tmp_path, sys_, db, build
+    w.kiln = kiln_bin
+    w.env = dict(os.environ, SYS=S, PATH=f"{S}/usr/bin:" + os.environ["PATH"])
+    w.env.pop("NO_COLOR", None)
+    return w
+
+
+def trace(w, script, *opts, deps="libdep-dev,libunused-dev,meta", env=None, stderr=None):
+    args = [w.kiln, "trace", "--db", w.db, "--ask", w.sys]
+    if deps:
+        args += ["--deps", deps]
+    return run([*args, *opts, "--", "sh", "-c", script], cwd=w.build, env=env or w.env,
+               **({"stderr": stderr} if stderr is not None else {}))
+
+
+def report(w, name="r.json"):
+    return json.loads((w.build / name).read_text())
+
+
+def test_ranking_by_evidence(world):
+    r = trace(world, SCRIPT_ALL, "--json", "-o", "r.json")
+    assert r.returncode == 0, r.stderr
+    rep = report(world)
+    assert rep["schema_version"] == 2
+    ranked = [(p["name"], p["evidence"]) for p in rep["packages"] if p["rank"]]
+    assert ranked == [("pkg-exec", "exec"), ("pkg-read", "read"), ("pkg-cmd", "command"),
+                      ("pkg-dir", "directory"), ("pkg-stat", "stat")]
+    assert [p["rank"] for p in rep["packages"] if p["rank"]] == [1, 2, 3, 4, 5]
+    harmless = {p["name"]: p["harmless"] for p in rep["packages"] if not p["rank"]}
+    assert harmless == {"gnupg-fake": "dpkg-signing-tools", "pkg-absent": "absent-name"}
+    # each hidden path carries its evidence
+    hidden = {h["path"]: h for h in rep["hidden"]}
+    cmd = hidden[f"{world.sys}/usr/bin/lookme"]
+    assert cmd["evidence"]["kind"] == "command" and cmd["harmless"] is None
+    assert cmd["evidence"]["text"] == "lookme looked up in PATH by sh"
+    gpg = hidden[f"{world.sys}/usr/bin/gpg"]
+    assert gpg["harmless"] == "dpkg-signing-tools"
+    assert gpg["evidence"]["text"].endswith("by dpkg-buildpackage")
+    # the text report: ranked in order, the harmless apart, the verdict last
+    err = r.stderr
+    order = [err.index(f"  {i}. {n} (") for i, (n, _e) in enumerate(ranked, 1)]
+    assert order == sorted(order)
+    assert re.search(r"known harmless probes .*\n(    .*\n)*    gnupg-fake \(1\): dpkg-signing-tools: ", err)
+    last = err.rstrip("\n").split("\n")[-1]
+    assert last.startswith("=== kiln trace verdict: probably missing: pkg-exec (runme run by sh), "
+                           "pkg-read (")
+    assert last == "=== kiln trace verdict: " + rep["verdict"]["text"]
+    assert rep["verdict"]["missing"][:3] == ["pkg-exec", "pkg-read", "pkg-cmd"]
+    assert "possibly missing: pkg-dir (directory " in last
+    assert rep["totals"]["harmless"] == 2
+    assert rep["totals"]["violations"] == 5
+
+
+def test_unused_declared_packages(world):
+    r = trace(world, SCRIPT_ALL, "--json", "-o", "r.json")
+    rep = report(world)
+    # libdep-dev: its file read; meta: only what it brings (impl) was read
+    assert rep["unused"] == ["libunused-dev"], r.stderr
+    assert "unused declared dependencies (none of their files reached): libunused-dev" in r.stderr
+    assert rep["verdict"]["text"].endswith("; unused declared dependencies: libunused-dev")
+
+
+def test_unused_not_claimed_for_a_failed_build(world):
+    r = trace(world, "cat $SYS/usr/include/dep.h >/dev/null; exit 4", "--json", "-o", "r.json")
+    assert r.returncode == 4
+    assert report(world)["unused"] is None
+    assert "unused declared dependencies: not worked out (the build did not succeed)" in r.stderr
+
+
+def test_complete_and_strict_with_harmless_probes_only(world):
+    script = "./dpkg-buildpackage; test -e $SYS/usr/lib/absentpkg/Foo.pmc; cat $SYS/usr/include/dep.h"
+    r = trace(world, script, "--strict", "--json", "-o", "r.json", deps="libdep-dev")
+    assert r.returncode == 0, r.stderr
+    rep = report(world)
+    assert rep["verdict"]["complete"] and rep["verdict"]["text"] == "Build-Depends look complete"
+    assert rep["totals"]["hidden"] == 2 and rep["totals"]["violations"] == 0
+    assert r.stderr.rstrip("\n").endswith("=== kiln trace verdict: Build-Depends look complete")
+    # one ranked finding fails --strict, and the report says so before the verdict
+    r = trace(world, script + "; cat $SYS/usr/include/read.h 2>/dev/null; true", "--strict",
+              deps="libdep-dev")
+    assert r.returncode == 1
+    lines = r.stderr.rstrip("\n").split("\n")
+    assert lines[-2] == "  --strict: exit status 1: 1 finding that count (ranked hidden paths, refused writes)"
+    assert lines[-1].startswith("=== kiln trace verdict: probably missing: pkg-read (")
+
+
+def test_quiet_prints_only_the_verdict(world):
+    r = trace(world, "cat $SYS/usr/include/read.h $SYS/usr/include/dep.h >/dev/null 2>&1; true",
+              "--quiet", deps="libdep-dev")
+    assert r.returncode == 0
+    assert r.stderr == ("=== kiln trace verdict: probably missing: pkg-read "
+                        f"({world.sys}/usr/include/read.h read by cat)\n")
+
+
+def test_failed_build_names_the_access_behind_it(world):
+    r = trace(world, "cat $SYS/usr/include/read.h 2>/dev/null; exit 2", "--json", "-o", "r.json",
+              deps="libdep-dev")
+    assert r.returncode == 2
+    v = report(world)["verdict"]
+    assert v["failed"] and v["cause"]["package"] == "pkg-read" and v["cause"]["kind"] == "hidden"
+    assert v["cause"]["path"] == f"{world.sys}/usr/include/read.h"
+    assert v["text"] == (f"probably missing: pkg-read ({world.sys}/usr/include/read.h read by cat); "
+                         f"the build failed (exit status 2), most likely because "
+                         f"{world.sys}/usr/include/read.h was hidden (pkg-read)")
+    assert "  build: failed (exit status 2)\n" in r.stderr
+
+
+def test_refused_write_outranks_a_read_as_the_cause(world):
+    script = ("cat $SYS/usr/include/read.h 2>/dev/null; echo x > $SYS/usr/include/new.h 2>/dev/null; "
+              "cat $SYS/usr/include/read.h 2>/dev/null; exit 1")
+    r = trace(world, script, "--json", "-o", "r.json", deps="libdep-dev")
+    v = report(world)["verdict"]
+    assert v["cause"]["kind"] == "refused write" and v["cause"]["path"] == f"{world.sys}/usr/include/new.h"
+    assert "most likely because a write to " + f"{world.sys}/usr/include/new.h was refused (by sh)" in v["text"]
+
+
+def test_no_cause_when_nothing_counts(world):
+    r = trace(world, "./dpkg-buildpackage; exit 3", "--json", "-o", "r.json", deps="libdep-dev")
+    assert r.returncode == 3
+    v = report(world)["verdict"]
+    assert v["cause"] is None
+    assert v["text"] == ("Build-Depends look complete; the build failed (exit status 3), and kiln hid "
+                         "or refused nothing that counts")
+
+
+def test_a_dependency_of_another_hidden_package_is_shown_under_it(world):
+    script = "cat $SYS/usr/include/low.h $SYS/usr/include/top.h 2>/dev/null; true"
+    r = trace(world, script, "--json", "-o", "r.json", deps="libdep-dev")
+    rep = report(world)
+    pk = {p["name"]: p for p in rep["packages"]}
+    assert pk["low"]["brought_by"] == "top" and pk["top"]["brought_by"] is None
+    assert [p["name"] for p in rep["packages"]][:2] == ["top", "low"]
+    assert rep["verdict"]["missing"] == ["top"]   # writing top is enough
+    assert "  2. low (1)  evidence: read; a dependency of top, also hidden" in r.stderr
+
+
+def test_alternative_and_virtual_package_advice(world):
+    control = world.build / "control"
+    control.write_text("Source: x\nBuild-Depends: liba-dev | libb-dev, virt\n")
+    script = "cat $SYS/usr/include/alt-b.h $SYS/usr/include/prov2.h 2>/dev/null; true"
+    r = trace(world, script, "--json", "-o", "r.json", "--deps-from-control", control, "--keep-env", "SYS",
+              deps=None)
+    rep = report(world)
+    assert rep["declared"][:2] == ["liba-dev", "virt"], rep["declared"]
+    pk = {p["name"]: p for p in rep["packages"]}
+    assert pk["libb-dev"]["write"] == "libb-dev"
+    assert pk["libb-dev"]["advice"] == ("debian/control has 'liba-dev | libb-dev': a clean chroot gets "
+                                        "liba-dev (apt takes the first alternative it can install), this "
+                                        "build needs libb-dev: write 'libb-dev' (first, or alone)")
+    assert pk["prov2"]["write"] == "prov2 | virt"
+    assert pk["prov2"]["advice"].startswith("'virt' in debian/control is a virtual package: a clean "
+                                            "chroot gets prov1 for it, this build needs prov2")
+    assert "prov2 (write 'prov2 | virt'; " in rep["verdict"]["text"]
+    assert pk["libb-dev"]["advice"] in r.stderr
+
+
+def test_shortened_sections_say_where_the_rest_is(world):
+    many = sorted(os.listdir(world.sys / "usr" / "share" / "many"))
+    script = " ".join(f"test -e $SYS/usr/share/many/{f};" for f in many) + " true"
+    r = trace(world, script, "--json", "-o", "out.json", deps="libdep-dev")
+    assert "    ... and 3 more (all in out.json)\n" in r.stderr
+    r = trace(world, script, "--log", "paths.log", deps="libdep-dev")
+    assert "    ... and 3 more (every path in paths.log)\n" in r.stderr
+    r = trace(world, script, deps="libdep-dev")
+    assert "    ... and 3 more (--json -o FILE lists them all)\n" in r.stderr
+    r = trace(world, script, "--json", deps="libdep-dev")
+    assert "    ... and 3 more (all in the JSON report on standard output)\n" in r.stderr
+
+
+def run_on_a_terminal(w, script, env):
+    """kiln trace with its stderr on a pseudo-terminal; returns what it wrote."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen([w.kiln, "trace", "--db", w.db, "--ask", w.sys, "--deps", "libdep-dev",
+                          "--", "sh", "-c", script], cwd=w.build, env=env, stdout=subprocess.DEVNULL,
+                         stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    out = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 60)
+        if not ready:
+            break
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:   # EIO: the other side is closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    p.wait(timeout=60)
+    os.close(master)
+    return out.decode()
+
+
+def test_colour_on_a_terminal_unless_no_color(world):
+    script = "cat $SYS/usr/include/read.h 2>/dev/null; true"
+    env = dict(world.env, TERM="xterm")
+    out = run_on_a_terminal(world, script, env)
+    assert "\x1b[1;31mpkg-read\x1b[0m" in out and "=== kiln trace verdict" in out
+    out = run_on_a_terminal(world, script, dict(env, NO_COLOR="1"))
+    assert "\x1b[" not in out and "=== kiln trace verdict: probably missing: pkg-read" in out
+    out = run_on_a_terminal(world, script, dict(env, TERM="dumb"))
+    assert "\x1b[" not in out
+    # not a terminal: no colours either
+    r = trace(world, script, deps="libdep-dev", env=env)
+    assert "\x1b[" not in r.stderr
+
+
+def test_report_file_holds_the_verdict_and_stderr_only_the_build(world):
+    r = trace(world, "echo build-says-hi >&2; cat $SYS/usr/include/read.h 2>/dev/null; true",
+              "-o", "report.txt", "--strict", deps="libdep-dev")
+    assert r.returncode == 1
+    assert r.stderr.splitlines()[0] == "build-says-hi"
+    assert "kiln trace report" not in r.stderr and "--strict" in r.stderr
+    text = (world.build / "report.txt").read_text()
+    assert text.splitlines()[1] == "=== kiln trace report ==="
+    assert text.splitlines()[-1].startswith("=== kiln trace verdict: probably missing: pkg-read")
