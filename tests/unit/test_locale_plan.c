@@ -272,6 +272,36 @@ static void locpath(void **state)
 	reset();
 }
 
+static void catalogs(void **state)
+{
+	(void)state;
+	reset();
+	put("share/locale/fr/LC_MESSAGES/app.mo", "x");
+	put("share/locale/fr/LC_MESSAGES/other.mo", "x");
+	put("share/locale/pt_BR/LC_MESSAGES/app.mo", "x");
+	const char *share = abs_of("share/locale");
+	struct locale_env e = env();
+	assert_int_equal(catalog_plan(&e, NULL, share, "LC_MESSAGES", "app", "fr_FR.UTF-8"), KILN_D_CLEAN);
+	/* The catalog of a package outside the closure: fr (from fr_FR.UTF-8). */
+	hidden[0] = abs_of("share/locale/fr/LC_MESSAGES/app.mo");
+	assert_int_equal(catalog_plan(&e, NULL, share, "LC_MESSAGES", "app", "fr_FR.UTF-8"), KILN_D_CHECK);
+	assert_int_equal(catalog_plan(&e, NULL, share, "LC_MESSAGES", "other", "fr_FR.UTF-8"), KILN_D_CLEAN);
+	/* Any domain: the hidden one counts. */
+	assert_int_equal(catalog_plan(&e, NULL, share, "LC_MESSAGES", NULL, "fr_FR.UTF-8"), KILN_D_CHECK);
+	assert_int_equal(catalog_plan(&e, NULL, share, "LC_MESSAGES", NULL, "de_DE.UTF-8"), KILN_D_CLEAN);
+	/* A LANGUAGE list: every entry up to C. */
+	assert_int_equal(catalog_plan(&e, NULL, share, "LC_MESSAGES", "app", "de:fr"), KILN_D_CHECK);
+	assert_int_equal(catalog_plan(&e, NULL, share, "LC_MESSAGES", "app", "de:C:fr"), KILN_D_CLEAN);
+	/* Through an alias: "portuguese" is pt_BR.ISO-8859-1, whose pt_BR has one. */
+	hidden[0] = abs_of("share/locale/pt_BR/LC_MESSAGES/app.mo");
+	assert_int_equal(catalog_plan(&e, NULL, share, "LC_MESSAGES", "app", "portuguese"), KILN_D_CHECK);
+	/* Other categories are other directories. */
+	assert_int_equal(catalog_plan(&e, NULL, share, "LC_TIME", "app", "pt_BR"), KILN_D_CLEAN);
+	/* A relative directory cannot be planned. */
+	assert_int_equal(catalog_plan(&e, NULL, "rel", "LC_MESSAGES", "app", "fr"), KILN_D_CHECK);
+	reset();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -280,6 +310,7 @@ int main(void)
 		cmocka_unit_test(aliases),
 		cmocka_unit_test(locale_archive),
 		cmocka_unit_test(locpath),
+		cmocka_unit_test(catalogs),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
