@@ -5,6 +5,7 @@
  * what it needed: an NSS module that could not be loaded is not tried
  * again), nor, for the time zone, while TZ is what the last window saw
  * (glibc reads the zone file again only when TZ changes). */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,12 +21,18 @@ static const char *const set_names[KT_DATA_NSETS] = {
 static _Atomic unsigned clean_sets;
 static _Atomic int planned_read;
 
-/* The time zone a window last loaded: a sequence count (odd while being
- * written) and the TZ value, so a racing reader sees a miss, never a torn
- * value. */
-static _Atomic unsigned tz_seq;
-static char tz_seen[256];
-static _Atomic int tz_seen_set;
+/* The time zone a window last loaded: a 64-bit hash of the TZ value (0:
+ * none yet). Two values of TZ in one process that hash alike would make the
+ * second one skip its window; with FNV-1a over 64 bits, not a real risk. */
+static _Atomic uint64_t tz_seen;
+
+static uint64_t tz_hash(const char *tz)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *tz; tz++)
+		h = (h ^ (unsigned char)*tz) * 0x100000001b3ull;
+	return h ? h : 1;
+}
 
 static unsigned planned(void)
 {
@@ -47,25 +54,12 @@ static unsigned planned(void)
 
 static int tz_is_seen(const char *tz)
 {
-	unsigned s1 = atomic_load_explicit(&tz_seq, memory_order_acquire);
-	if ((s1 & 1) || !atomic_load_explicit(&tz_seen_set, memory_order_relaxed))
-		return 0;
-	int same = !strncmp(tz, tz_seen, sizeof tz_seen) && strlen(tz) < sizeof tz_seen;
-	atomic_thread_fence(memory_order_acquire);
-	return same && atomic_load_explicit(&tz_seq, memory_order_relaxed) == s1;
+	return atomic_load_explicit(&tz_seen, memory_order_relaxed) == tz_hash(tz);
 }
 
 static void tz_remember(const char *tz)
 {
-	size_t n = strlen(tz);
-	if (n >= sizeof tz_seen)
-		return;
-	unsigned s = atomic_load(&tz_seq);
-	if ((s & 1) || !atomic_compare_exchange_strong(&tz_seq, &s, s + 1))
-		return; /* another thread writes it: it will do */
-	memcpy(tz_seen, tz, n + 1);
-	atomic_store(&tz_seen_set, 1);
-	atomic_store_explicit(&tz_seq, s + 2, memory_order_release);
+	atomic_store_explicit(&tz_seen, tz_hash(tz), memory_order_relaxed);
 }
 
 int kt_planned_token(const char *prefix, const char *name)
