@@ -76,11 +76,14 @@ def test_every_runnable_command_runs(scratch):
     assert "zlib1g-dev: /usr/include/zlib.h" in out[by["registry"]]
     assert "checking for zlib.h... no" in out[by["first build"]]
     report = err[by["first build"]][err[by["first build"]].index("kiln trace report"):]
-    assert re.search(r"^  zlib1g-dev \(1\)\n    /usr/include/zlib\.h ", report, re.M), report
+    assert re.search(r"^  1\. zlib1g-dev \(1\)  evidence: read\n    /usr/include/zlib\.h ", report,
+                     re.M), report
+    assert re.search(r"^=== kiln trace verdict: probably missing: zlib1g-dev ", report, re.M), report
     assert "checking for zlib.h... yes" in out[by["fixed build"]]
     assert "compressed)" in out[by["fixed build"]]
     fixed = err[by["fixed build"]]
-    assert not re.search(r"^  zlib1g-dev \(", fixed[fixed.index("kiln trace report"):], re.M)
+    assert not re.search(r"zlib1g-dev \(", fixed[fixed.index("kiln trace report"):], re.M)
+    assert re.search(r"^=== kiln trace verdict: Build-Depends look complete", fixed, re.M), fixed
     meta = out[by["meta"]]
     assert "struct greeting size=24" in meta and "member compressed" in meta
     assert re.search(r"^parses\s+1$", meta, re.M), meta
