@@ -220,9 +220,10 @@ static int check_outputs(const struct args *a, const struct meta_tool **sel, siz
 	return 0;
 }
 
-/* Runs the selected tools over M into their outputs. Returns the exit status. */
+/* Runs the selected tools over M into their outputs, their own warnings
+ * into WARN (in tool order). Returns the exit status. */
 static int run_tools(struct meta_model *m, const struct args *a, const struct meta_tool **sel, size_t nsel,
-		     const struct meta_cli_env *env)
+		     const struct meta_cli_env *env, struct meta_err *warn)
 {
 	struct meta_job jobs[MAX_TOOLS];
 	struct output outs[MAX_TOOLS];
@@ -255,9 +256,13 @@ static int run_tools(struct meta_model *m, const struct args *a, const struct me
 			snprintf(jobs[i].err.msg, sizeof jobs[i].err.msg, "not run: another output failed");
 		}
 	}
-	for (size_t i = 0; i < njobs; i++)
+	for (size_t i = 0; i < njobs; i++) {
 		if (finish_output(&outs[i], &jobs[i], env))
 			rc = 1;
+		if (jobs[i].err.nwarnings && !warn->nwarnings)
+			memcpy(warn->first_warning, jobs[i].err.first_warning, sizeof warn->first_warning);
+		warn->nwarnings += jobs[i].err.nwarnings;
+	}
 	return rc;
 }
 
@@ -325,24 +330,27 @@ int meta_cli_main(int argc, char **argv, const struct meta_cli_env *env)
 		return 2;
 	a.mopts.has_dirfd = 1;
 	a.mopts.dirfd = env->dirfd;
-	struct meta_err err = { { 0 } };
+	struct meta_err err = { .msg = "" };
 	struct meta_model *m;
 	if (env->get_model ? env->get_model(env->ctx, a.pos[1], &a.mopts, &m, &err)
 			   : meta_model_open_with(a.pos[1], &a.mopts, &m, &err)) {
 		fprintf(env->err, "kiln meta: %s\n", err.msg);
 		return 1;
 	}
-	rc = cancelled(env) ? 1 : run_tools(m, &a, sel, nsel, env);
+	struct meta_err warn = { .nwarnings = 0 };
+	rc = cancelled(env) ? 1 : run_tools(m, &a, sel, nsel, env, &warn);
 	if (a.stats)
 		fprintf(env->err,
 			"kiln meta: %s: %zu units, %zu type DIEs -> %zu types, %zu functions, %zu variables, "
 			"%zu symbols; open %.3fs, walk %.3fs, resolve %.3fs, dedup %.3fs\n",
 			m->path, m->ncus, m->ntypes, m->nclasses, m->nfunctions, m->nvars, m->nsymbols,
 			m->timing.open_s, m->timing.walk_s, m->timing.resolve_s, m->timing.dedup_s);
-	/* (a cached model reports its warnings to every command that uses it) */
-	if (m->nwarnings)
+	/* those of the model's build (a cached model reports them to every
+	 * command that uses it), then those the tools met in this run */
+	size_t nwarn = m->nwarnings + warn.nwarnings;
+	if (nwarn)
 		fprintf(env->err, "kiln meta: warning: %s%s (%zu warnings; entries skipped or approximated)\n",
-			m->first_warning, m->nwarnings > 1 ? ", and more" : "", m->nwarnings);
+			m->nwarnings ? m->first_warning : warn.first_warning, nwarn > 1 ? ", and more" : "", nwarn);
 	if (env->put_model)
 		env->put_model(env->ctx, m);
 	else

@@ -86,6 +86,7 @@ static int collect(Dwarf_Attribute *a, void *arg)
 			Dwarf_Sword v;
 			t->has_const = dwarf_formsdata(a, &v) == 0;
 			t->const_value = (Dwarf_Word)v;
+			t->const_signed = 1;
 		} else {
 			t->has_const = udata(a, &t->const_value);
 		}

@@ -42,6 +42,8 @@ struct pending {
 	uint64_t *refs;
 	struct meta_bitfix *fix;   /* bit_offset fixups, member = local index */
 	size_t n, cap, capr, nfix, capf;
+	/* enumerators: one was DW_FORM_sdata; one (not sdata) has bit 63 set */
+	unsigned enum_sdata : 1, enum_high : 1;
 };
 
 static int pend(struct pending *p, struct meta_member mm, uint64_t ref)
@@ -111,6 +113,8 @@ static int member_of(struct meta_builder *b, Dwarf_Die *c, int ptag, struct pend
 		mm.name = t.name;
 		mm.type = META_NONE;
 		mm.value = t.const_value;
+		p->enum_sdata |= t.const_signed;
+		p->enum_high |= !t.const_signed && (t.const_value >> 63);
 		return pend(p, mm, 0) ? -1 : 0;
 	case DW_TAG_subroutine_type:
 		if (tag != DW_TAG_formal_parameter)
@@ -221,6 +225,12 @@ int meta_add_type(struct meta_builder *b, Dwarf_Die *die, int tag, const struct 
 	struct meta_type *tp = &m->types[idx];
 	if (has_varargs)
 		tp->flags |= META_T_VARARGS;
+	/* An enum without DW_AT_type (DWARF 2, -gstrict-dwarf) says its
+	 * signedness only through its enumerators' forms: a value with bit 63
+	 * set that is not DW_FORM_sdata (clang: udata, GCC: data8 for an
+	 * unsigned type, sdata for a signed one) is unsigned. */
+	if (tag == DW_TAG_enumeration_type && !t->has_type && p.enum_high && !p.enum_sdata)
+		tp->flags |= META_T_UNSIGNED;
 	tp->first = (uint32_t)m->nmembers;
 	tp->nmembers = (uint32_t)p.n;
 	size_t need = m->nmembers + p.n;

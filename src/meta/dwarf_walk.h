@@ -23,7 +23,7 @@ struct attrs {
 		has_data_bit_offset : 1, has_member_loc : 1, has_upper : 1, has_count : 1,
 		has_lower : 1, has_const : 1, has_low : 1, has_high : 1, high_is_size : 1,
 		has_ranges : 1, declaration : 1, external : 1, bad : 1, is_virtual : 1,
-		has_vtable_offset : 1;
+		has_vtable_offset : 1, const_signed : 1; /* const_value read as DW_FORM_sdata */
 	/* Meaningful only when their flag is set. */
 	Dwarf_Attribute type, location, frame_base, origin, spec, signature;
 	Dwarf_Word byte_size, bit_size, data_bit_offset, member_loc;

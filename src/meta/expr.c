@@ -1,6 +1,7 @@
 /* See expr.h. */
 #include <dwarf.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "meta/vec.h"
 
@@ -36,6 +37,27 @@ static int sleb(const unsigned char **p, const unsigned char *end, int64_t *out)
 		}
 	}
 	return 0;
+}
+
+/* The little-endian address of SIZE (4 or 8) bytes at P: raw decoding is on
+ * only for little-endian files. */
+static uint64_t le_addr(const unsigned char *p, int size)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (size == 8) {
+		uint64_t v;
+		memcpy(&v, p, 8);
+		return v;
+	}
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+#else
+	uint64_t v = 0;
+	for (int i = size - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+#endif
 }
 
 int meta_expr_simple(Dwarf_Attribute *attr, int addr_size, struct meta_op *op)
@@ -85,8 +107,7 @@ int meta_expr_decode(const unsigned char *p, size_t len, int addr_size, struct m
 	} else if (a == DW_OP_addr) {
 		if (end - p < addr_size || (addr_size != 4 && addr_size != 8))
 			return 0;
-		for (int i = addr_size - 1; i >= 0; i--) /* little-endian */
-			op->addr = op->addr << 8 | p[i];
+		op->addr = le_addr(p, addr_size);
 		p += addr_size;
 	} else if (a != DW_OP_call_frame_cfa) {
 		return 0;
@@ -98,11 +119,8 @@ static int addr(const unsigned char **p, const unsigned char *end, int size, uin
 {
 	if (end - *p < size)
 		return 0;
-	uint64_t v = 0;
-	for (int i = size - 1; i >= 0; i--)
-		v = v << 8 | (*p)[i];
+	*out = le_addr(*p, size);
 	*p += size;
-	*out = v;
 	return 1;
 }
 

@@ -188,9 +188,13 @@ struct meta_model {
 	char first_warning[256];
 };
 
-/* Error and warning sink. Messages name the file and the cause. */
+/* Error and warning sink. Messages name the file and the cause. A tool run
+ * counts the warnings it meets itself here (those of the model's build are
+ * in the model, which every command on it reports). */
 struct meta_err {
 	char msg[512];
+	size_t nwarnings;
+	char first_warning[256];
 };
 
 /* Options of a model build; a zeroed struct means the defaults. */
@@ -238,6 +242,9 @@ int meta_symbol_has_addr(const struct meta_model *m, uint64_t addr);
 void meta_warn(struct meta_model *m, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void meta_set_err(struct meta_err *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* A warning of a tool run into ERR (one thread's). */
+void meta_err_warn(struct meta_err *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 #endif

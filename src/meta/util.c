@@ -112,6 +112,16 @@ void meta_warn(struct meta_model *m, const char *fmt, ...)
 	pthread_mutex_unlock(&m->warn_lock);
 }
 
+void meta_err_warn(struct meta_err *err, const char *fmt, ...)
+{
+	if (err->nwarnings++ == 0) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err->first_warning, sizeof err->first_warning, fmt, ap);
+		va_end(ap);
+	}
+}
+
 const char *meta_kind_name(enum meta_kind k)
 {
 	static const char *const names[META_KIND_COUNT] = {

@@ -7,7 +7,9 @@
 /* Grows *arr (element size ES) so that N elements fit; -1 on ENOMEM. */
 int meta_grow(void **arr, size_t *cap, size_t n, size_t es);
 
+/* (the capacity is checked inline: most pushes do not grow) */
 #define META_PUSH(arr, len, cap, item) \
-	(meta_grow((void **)&(arr), &(cap), (len) + 1, sizeof *(arr)) ? -1 : ((arr)[(len)++] = (item), 0))
+	((len) >= (cap) && meta_grow((void **)&(arr), &(cap), (len) + 1, sizeof *(arr)) ? -1 \
+									 : ((arr)[(len)++] = (item), 0))
 
 #endif

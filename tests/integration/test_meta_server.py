@@ -122,6 +122,29 @@ def test_errors_read_the_same(kiln_bin, tmp_path, server):
     assert list(tmp_path.glob("*.tmp.*")) == []
 
 
+def test_warnings_of_a_tool_run_stay_with_that_run(kiln_bin, tmp_path, server):
+    """frames warns about corrupt location lists as it meets them: in the
+    server those warnings belong to the job, not to the cached model, so a
+    later job on it (types, or frames again) warns as a standalone run would."""
+    from test_meta_robustness import sections
+    binary = cc(tmp_path / "src", [FIXTURES / "frames.c"], ["-O2", "-gdwarf-4"])
+    data = bytearray(binary.read_bytes())
+    off, size = sections(data)[".debug_loc"]
+    for i in range(off + 8, off + size, 23):
+        data[i] = 0xff
+    (tmp_path / "corrupt").write_bytes(bytes(data))
+    srv = server()
+    seen = set()
+    for args in (["frames", "corrupt"], ["types", "corrupt"], ["frames", "corrupt"],
+                 ["frames", "corrupt", "--format", "c"], ["all", "corrupt"], ["extrasyms", "corrupt"]):
+        a, b = both(kiln_bin, srv, args, tmp_path, tmp_path)
+        assert a.returncode == b.returncode == 0, b.stderr
+        assert a.stdout == b.stdout and a.stderr == b.stderr, (args, a.stderr, b.stderr)
+        seen.add(a.stderr)
+    assert any(b"corrupt location list" in e for e in seen) and b"" in seen  # frames warns, types does not
+    assert srv.stats()["parses"] == 1
+
+
 def test_make_j4_over_the_example_makefile(kiln_bin, tmp_path, progs, server):
     srv = server()
     makefile = ROOT / "examples" / "Makefile.meta"

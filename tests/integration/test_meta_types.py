@@ -236,6 +236,35 @@ def test_enumerators_by_the_enums_signedness(kiln_bin, tmp_path, compiler, dwarf
     assert "enumerator Min value=-9223372036854775808" in text
 
 
+@pytest.mark.parametrize("flags", [["gcc", "-gdwarf-2", "-gstrict-dwarf"], ["clang", "-gdwarf-2"],
+                                   ["gcc", "-gdwarf-4"], ["clang", "-gdwarf-5"]],
+                         ids=["gcc-strict-dwarf2", "clang-dwarf2", "gcc-dwarf4", "clang-dwarf5"])
+def test_c_enumerators_by_the_enums_signedness(kiln_bin, tmp_path, flags):
+    """C enums, also where the DWARF gives an enum no underlying type (DWARF
+    2): its enumerators' forms tell the signedness. Values as the compiled
+    program prints them, converted to their enum type."""
+    exe = tmp_path / "enums"
+    r = run([*flags, "-O0", "-o", exe, FIXTURES / "enums.c"])
+    assert r.returncode == 0, r.stderr
+    want = {}
+    for line in run([exe]).stdout.splitlines():
+        var, name, value = line.split()
+        want[(var, name)] = int(value)
+    assert want[("b", "TOP")] == 2**63 and want[("b", "MAX")] == 2**64 - 1 and want[("n", "MIN")] == -2**63
+    types = Types(meta_json(kiln_bin, "types", exe))
+    got = {}
+    for var, enum in (("b", "big"), ("n", "neg"), ("s", "small")):
+        (t,) = types.by_name[("enum", enum)]
+        if enum != "small":  # (small's values read the same either way)
+            assert t.get("unsigned", False) == (enum == "big"), t
+        for e in t["enumerators"]:
+            got[(var, e["name"])] = e["value"]
+    assert got == want
+    text = run([kiln_bin, "meta", "types", exe]).stdout
+    assert "enumerator MAX value=18446744073709551615" in text
+    assert "enumerator MIN value=-9223372036854775808" in text
+
+
 def test_one_type_by_name_as_pahole_C(kiln_bin, tmp_path):
     """--type NAME: the types of that name only, with the same entries as the
     full listing, sizes and offsets as pahole -C NAME prints them."""

@@ -16,6 +16,7 @@
 
 #include "meta/build.h"
 #include "meta/model.h"
+#include "meta/tools/obuf.h"
 #include "meta/tools/tool.h"
 
 struct unit_probe {
@@ -55,7 +56,7 @@ static const struct meta_member *member(const struct meta_model *m, const struct
 static void open_missing_file_fails_with_message(void **state)
 {
 	(void)state;
-	struct meta_err err = { { 0 } };
+	struct meta_err err = { .msg = "" };
 	struct meta_model *m = (void *)1;
 	assert_int_equal(meta_model_open("/nonexistent/kiln-meta-test", &m, &err), -1);
 	assert_null(m);
@@ -70,7 +71,7 @@ static void open_non_elf_fails_with_message(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, "hello, not elf\n", 15), 15);
 	close(fd);
-	struct meta_err err = { { 0 } };
+	struct meta_err err = { .msg = "" };
 	struct meta_model *m;
 	assert_int_equal(meta_model_open(path, &m, &err), -1);
 	unlink(path);
@@ -81,7 +82,7 @@ static void open_non_elf_fails_with_message(void **state)
 static void own_binary_matches_compiler(void **state)
 {
 	(void)state;
-	struct meta_err err = { { 0 } };
+	struct meta_err err = { .msg = "" };
 	struct meta_model *m;
 	assert_int_equal(meta_model_open("/proc/self/exe", &m, &err), 0);
 	const struct meta_type *t = find_struct(m, "unit_probe");
@@ -110,7 +111,7 @@ static void own_binary_matches_compiler(void **state)
 static void compile_units_are_listed(void **state)
 {
 	(void)state;
-	struct meta_err err = { { 0 } };
+	struct meta_err err = { .msg = "" };
 	struct meta_model *m;
 	assert_int_equal(meta_model_open("/proc/self/exe", &m, &err), 0);
 	int found = 0;
@@ -137,7 +138,7 @@ static void compile_units_are_listed(void **state)
 static void identity_of_the_file(void **state)
 {
 	(void)state;
-	struct meta_err err = { { 0 } };
+	struct meta_err err = { .msg = "" };
 	struct meta_model *m;
 	assert_int_equal(meta_model_open("/proc/self/exe", &m, &err), 0);
 	struct stat st;
@@ -169,6 +170,30 @@ static void json_strings_are_always_valid(void **state)
 	}
 }
 
+static void c_strings_are_valid_literals(void **state)
+{
+	(void)state;
+	const char *in[] = { "plain", "q\"b\\s", "t?r?" "?=", "nl\n\x01" "7", "hi\xff" "0", "", NULL };
+	const char *want[] = { "\"plain\"", "\"q\\\"b\\\\s\"", "\"t\\?r\\?\\?=\"",
+			       "\"nl\\012\\0017\"", "\"hi\\3770\"", "\"\"", "0" };
+	for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) {
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *out = open_memstream(&buf, &len);
+		meta_put_c_str(out, in[i]);
+		struct meta_obuf *o = meta_obuf_new(out);
+		assert_non_null(o);
+		meta_obuf_c_str(o, in[i]); /* the same through the tools' buffer */
+		meta_obuf_flush(o);
+		free(o);
+		fclose(out);
+		assert_int_equal(len, 2 * strlen(want[i]));
+		assert_memory_equal(buf, want[i], strlen(want[i]));
+		assert_memory_equal(buf + strlen(want[i]), want[i], strlen(want[i]));
+		free(buf);
+	}
+}
+
 static void u64map_put_get(void **state)
 {
 	(void)state;
@@ -185,7 +210,7 @@ static void u64map_put_get(void **state)
 static void tool_writes_to_stream(void **state)
 {
 	(void)state;
-	struct meta_err err = { { 0 } };
+	struct meta_err err = { .msg = "" };
 	struct meta_model *m;
 	assert_int_equal(meta_model_open("/proc/self/exe", &m, &err), 0);
 	char *buf = NULL;
@@ -207,6 +232,7 @@ int main(void)
 		cmocka_unit_test(compile_units_are_listed),
 		cmocka_unit_test(identity_of_the_file),
 		cmocka_unit_test(json_strings_are_always_valid),
+		cmocka_unit_test(c_strings_are_valid_literals),
 		cmocka_unit_test(u64map_put_get),
 		cmocka_unit_test(tool_writes_to_stream),
 	};

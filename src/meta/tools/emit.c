@@ -49,27 +49,52 @@ void meta_put_json_str(FILE *out, const char *s)
 		fputs("null", out);
 }
 
-void meta_put_c_str(FILE *out, const char *s)
+/* S as a C string literal into PUT ("0" for NULL). */
+static void c_escape(const char *s, void (*put)(void *, const char *, size_t), void *ctx)
 {
 	if (!s) {
-		fputs("0", out);
+		put(ctx, "0", 1);
 		return;
 	}
-	putc('"', out);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+	/* 1: printed as is (the common case, copied in runs) */
+	static const unsigned char plain[256] = {
+		[0x20] = 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* not '"' */
+		[0x30] = 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, /* not '?' */
+		[0x40] = 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+		[0x50] = 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, /* not '\\' */
+		[0x60] = 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+		[0x70] = 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, /* not DEL */
+	};
+	put(ctx, "\"", 1);
+	const unsigned char *p = (const unsigned char *)s, *run = p;
+	for (; *p; p++) {
 		unsigned char c = *p;
-		if (c == '"' || c == '\\') {
-			putc('\\', out);
-			putc(c, out);
-		} else if (c < 0x20 || c >= 0x7f) {
-			fprintf(out, "\\%03o", c); /* octal: the next character cannot join it */
-		} else if (c == '?') {
-			fputs("\\?", out); /* no trigraphs */
-		} else {
-			putc(c, out);
-		}
+		if (plain[c])
+			continue;
+		if (p > run)
+			put(ctx, (const char *)run, (size_t)(p - run));
+		run = p + 1;
+		char esc[5] = { '\\', (char)c };
+		if (c == '?')
+			put(ctx, "\\?", 2); /* no trigraphs */
+		else if (c == '"' || c == '\\')
+			put(ctx, esc, 2);
+		else /* octal: the next character cannot join it */
+			put(ctx, esc, (size_t)snprintf(esc + 1, sizeof esc - 1, "%03o", c) + 1);
 	}
-	putc('"', out);
+	if (p > run)
+		put(ctx, (const char *)run, (size_t)(p - run));
+	put(ctx, "\"", 1);
+}
+
+void meta_put_c_str(FILE *out, const char *s)
+{
+	c_escape(s, put_file, out);
+}
+
+void meta_obuf_c_str(struct meta_obuf *o, const char *s)
+{
+	c_escape(s, put_obuf, o);
 }
 
 void meta_obuf_json_str(struct meta_obuf *o, const char *s)

@@ -9,6 +9,7 @@
  * (expr.c); anything else goes through libdw. */
 #include <dwarf.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "meta/tools/frames.h"
 #include "meta/vec.h"
@@ -29,31 +30,6 @@ static int add_loc(struct frame_state *s, struct loc l)
 	return META_PUSH(s->locs, s->nlocs, s->caplocs, l);
 }
 
-static int cfa_rule(Dwarf_CFI *cfi, uint64_t pc, struct cfi_row *row)
-{
-	Dwarf_Frame *fr;
-	if (!cfi || dwarf_cfi_addrframe(cfi, pc, &fr) != 0)
-		return -1;
-	Dwarf_Addr start, end;
-	Dwarf_Op *ops;
-	size_t nops;
-	int ok = dwarf_frame_info(fr, &start, &end, NULL) >= 0 && dwarf_frame_cfa(fr, &ops, &nops) == 0;
-	if (ok) {
-		row->lo = start;
-		row->hi = end;
-		row->reg = -1;
-		if (nops == 1 && ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
-			row->reg = ops[0].atom - DW_OP_breg0;
-			row->off = (int64_t)ops[0].number;
-		} else if (nops == 1 && ops[0].atom == DW_OP_bregx) {
-			row->reg = (int)ops[0].number;
-			row->off = (int64_t)ops[0].number2;
-		}
-	}
-	free(fr);
-	return ok ? 0 : -1;
-}
-
 /* CFI rows covering [lo, hi) of the current function, computed once. */
 static int load_rows(struct frame_state *s, const struct meta_function *f)
 {
@@ -62,7 +38,7 @@ static int load_rows(struct frame_state *s, const struct meta_function *f)
 	s->rows_done = 1;
 	for (uint64_t pc = f->low; pc < f->high;) {
 		struct cfi_row row;
-		if (cfa_rule(s->m->eh_cfi, pc, &row) && cfa_rule(s->m->debug_cfi, pc, &row))
+		if (meta_cfa_at(s->cfi, &s->cfi_rows, s->m, pc, &row))
 			break; /* no CFI from here on: those PCs stay unresolved */
 		if (row.hi <= pc)
 			break;
@@ -130,8 +106,13 @@ static int frame_base(const struct meta_model *m, const struct meta_function *f,
 		one = as_op(&raw);
 		ops = &one;
 		n = 1;
-	} else if (dwarf_getlocation((Dwarf_Attribute *)&f->frame_base, &ops, &n) != 0 || n != 1) {
-		return -1;
+	} else {
+		/* libdw caches the expression (not thread-safe); the result stays valid */
+		pthread_mutex_lock((pthread_mutex_t *)&m->lock);
+		int bad = dwarf_getlocation((Dwarf_Attribute *)&f->frame_base, &ops, &n) != 0 || n != 1;
+		pthread_mutex_unlock((pthread_mutex_t *)&m->lock);
+		if (bad)
+			return -1;
 	}
 	if (ops[0].atom == DW_OP_call_frame_cfa)
 		return 0;
@@ -220,6 +201,30 @@ static int describe_raw(struct frame_state *s, const struct meta_function *f, ui
 	return add_loc(s, l);
 }
 
+/* The section offset of the location list ATTR refers to, as
+ * meta_loclist_offset() gives it: a plain offset of the unit's offset size
+ * is read straight from the attribute (libdw checked that it fits in the
+ * unit when it read the DIE). */
+static int list_offset(const struct frame_state *s, const Dwarf_Attribute *attr, uint64_t *off)
+{
+	int size = attr->form == DW_FORM_sec_offset ? s->cu_offset_size :
+		   s->cu_version < 4 && attr->form == DW_FORM_data4 ? 4 :
+		   s->cu_version < 4 && attr->form == DW_FORM_data8 ? 8 : 0;
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+	size = 0; /* (raw reading is for little-endian files only) */
+#endif
+	if (size == 4) {
+		uint32_t v;
+		memcpy(&v, attr->valp, 4);
+		*off = v;
+	} else if (size == 8) {
+		memcpy(off, attr->valp, 8);
+	} else {
+		return meta_loclist_offset((Dwarf_Attribute *)attr, s->cu_version, off);
+	}
+	return 0;
+}
+
 /* Location list of V through the raw reader: 1 done, 0 leave it to libdw. */
 static int raw_list(struct frame_state *s, const struct meta_function *f, const struct meta_var *v,
 		    Dwarf_Attribute *attr)
@@ -231,20 +236,27 @@ static int raw_list(struct frame_state *s, const struct meta_function *f, const 
 		Dwarf_Die cudie;
 		Dwarf_Half version;
 		Dwarf_Addr base = 0;
-		if (!dwarf_cu_die(attr->cu, &cudie, &version, NULL, NULL, NULL, NULL, NULL))
-			return 0;
-		if (dwarf_lowpc(&cudie, &base) != 0)
+		/* (dwarf_lowpc may cache the unit's .debug_addr base) */
+		uint8_t offset_size = 0;
+		pthread_mutex_lock(&m->lock);
+		int ok = dwarf_cu_die(attr->cu, &cudie, &version, NULL, NULL, NULL, NULL, NULL) != NULL &&
+			 dwarf_cu_info(attr->cu, NULL, NULL, NULL, NULL, NULL, NULL, &offset_size) == 0;
+		if (ok && dwarf_lowpc(&cudie, &base) != 0)
 			base = 0;
+		pthread_mutex_unlock(&m->lock);
+		if (!ok)
+			return 0;
 		s->cu = attr->cu;
 		s->cu_base = base;
 		s->cu_version = version;
+		s->cu_offset_size = offset_size;
 		/* a split unit's lists are in its .dwo: libdw reads those */
 		s->cu_split = dwarf_cu_getdwarf(attr->cu) != m->dwarf;
 	}
 	if (s->cu_split)
 		return 0;
 	uint64_t off;
-	if (meta_loclist_offset(attr, s->cu_version, &off))
+	if (list_offset(s, attr, &off))
 		return 0;
 	int v5 = s->cu_version >= 5;
 	long n = meta_loclist_read(v5 ? m->raw_loclists : m->raw_loc, v5 ? m->raw_loclists_size : m->raw_loc_size,
@@ -252,7 +264,7 @@ static int raw_list(struct frame_state *s, const struct meta_function *f, const 
 	if (n == -2)
 		return 0;
 	if (n < 0) {
-		meta_warn(m, "%s: variable '%s' in %s: corrupt location list", m->path,
+		meta_err_warn(s->warn, "%s: variable '%s' in %s: corrupt location list", m->path,
 			  v->name ? v->name : "", f->name ? f->name : "?");
 		return 1;
 	}
@@ -303,17 +315,35 @@ int meta_var_locations(struct frame_state *s, const struct meta_function *f, con
 	int done = raw_list(s, f, v, &attr);
 	if (done)
 		return done < 0 ? -1 : 0;
+	/* libdw's location cache is not thread-safe: the list is read under the
+	 * model's lock, then described (which may need the lock for CFI) */
+	struct list_entry { Dwarf_Addr start, end; Dwarf_Op *ops; size_t n; } *list = NULL;
+	size_t nlist = 0, caplist = 0;
+	int oom = 0;
+	pthread_mutex_lock(&s->m->lock);
 	while ((off = dwarf_getlocations(&attr, off, &base, &start, &end, &ops, &n)) > 0) {
-		for (uint32_t r = 0; r < v->scope_count; r++) {
-			uint64_t lo = scope[r].lo > start ? scope[r].lo : start;
-			uint64_t hi = scope[r].hi < end ? scope[r].hi : end;
-			if (lo < hi && describe(s, f, lo, hi, ops, n))
-				return -1;
+		struct list_entry e = { start, end, ops, n };
+		if (META_PUSH(list, nlist, caplist, e)) {
+			oom = 1;
+			break;
 		}
 	}
-	if (off < 0)
-		meta_warn(s->m, "%s: variable '%s' in %s: unreadable location list: %s", s->m->path,
-			  v->name ? v->name : "", f->name ? f->name : "?", dwarf_errmsg(-1));
+	const char *why = off < 0 ? dwarf_errmsg(-1) : NULL;
+	pthread_mutex_unlock(&s->m->lock);
+	for (size_t i = 0; i < nlist && !oom; i++) {
+		for (uint32_t r = 0; r < v->scope_count && !oom; r++) {
+			uint64_t lo = scope[r].lo > list[i].start ? scope[r].lo : list[i].start;
+			uint64_t hi = scope[r].hi < list[i].end ? scope[r].hi : list[i].end;
+			if (lo < hi && describe(s, f, lo, hi, list[i].ops, list[i].n))
+				oom = 1;
+		}
+	}
+	free(list);
+	if (oom)
+		return -1;
+	if (why)
+		meta_err_warn(s->warn, "%s: variable '%s' in %s: unreadable location list: %s", s->m->path,
+			  v->name ? v->name : "", f->name ? f->name : "?", why);
 	return 0;
 }
 
@@ -326,6 +356,7 @@ void meta_frame_reset(struct frame_state *s)
 
 void meta_frame_state_free(struct frame_state *s)
 {
+	meta_cfi_rows_free(&s->cfi_rows);
 	free(s->rows);
 	free(s->locs);
 	free(s->entries);

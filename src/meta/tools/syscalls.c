@@ -6,7 +6,9 @@
  * same synchronisation points a linear-sweep disassembler like objdump uses,
  * so bytes 0f 05 inside another instruction are not reported. */
 #include <capstone/capstone.h>
+#include <dlfcn.h>
 #include <inttypes.h>
+#include <pthread.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -14,6 +16,38 @@
 #include <string.h>
 
 #include "meta/tools/tool.h"
+
+/* Capstone, loaded on the first use of this tool: its relocations cost every
+ * kiln process (a forwarded `kiln meta` client above all) some 0.9 ms and
+ * 370 page faults at startup, and only this tool disassembles. The name is
+ * the soname of the ABI the header describes. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define CAPSTONE_SONAME "libcapstone.so." STR(CS_API_MAJOR)
+
+static struct {
+	cs_err (*open)(cs_arch, cs_mode, csh *);
+	cs_insn *(*malloc)(csh);
+	bool (*disasm_iter)(csh, const uint8_t **, size_t *, uint64_t *, cs_insn *);
+	void (*free)(cs_insn *, size_t);
+	cs_err (*close)(csh *);
+} cs;
+static char cs_error[256]; /* why it could not be loaded; "" when it was */
+static pthread_once_t cs_once = PTHREAD_ONCE_INIT;
+
+static void load_capstone(void)
+{
+	void *h = dlopen(CAPSTONE_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (h) {
+		*(void **)&cs.open = dlsym(h, "cs_open");
+		*(void **)&cs.malloc = dlsym(h, "cs_malloc");
+		*(void **)&cs.disasm_iter = dlsym(h, "cs_disasm_iter");
+		*(void **)&cs.free = dlsym(h, "cs_free");
+		*(void **)&cs.close = dlsym(h, "cs_close");
+	}
+	if (!h || !cs.open || !cs.malloc || !cs.disasm_iter || !cs.free || !cs.close)
+		snprintf(cs_error, sizeof cs_error, "%s", h ? "a function is missing" : dlerror());
+}
 
 /* The instructions that enter the kernel, by their encoding. */
 static const struct entry {
@@ -149,7 +183,7 @@ static int find_candidates(const unsigned char *data, size_t size, uint64_t addr
 
 /* Scans section S: candidates of every entry, in address order, then one
  * disassembly sweep that confirms them. Appends confirmed sites to *v. */
-static int scan_section(const struct meta_model *m, const struct meta_section *s, csh cs, cs_insn *insn,
+static int scan_section(const struct meta_model *m, const struct meta_section *s, csh handle, cs_insn *insn,
 			struct site **v, size_t *n, size_t *cap)
 {
 	const unsigned char *end = s->data + s->size;
@@ -176,7 +210,7 @@ static int scan_section(const struct meta_model *m, const struct meta_section *s
 		size_t size = (size_t)(end - code);
 		uint64_t pc = decoded_to;
 		while (pc < addr) {
-			if (!cs_disasm_iter(cs, &code, &size, &pc, insn)) {
+			if (!cs.disasm_iter(handle, &code, &size, &pc, insn)) {
 				code++; /* undecodable byte: step over it, as objdump does */
 				size--;
 				pc++;
@@ -188,7 +222,7 @@ static int scan_section(const struct meta_model *m, const struct meta_section *s
 		const uint8_t *c2 = code;
 		size_t s2 = size;
 		uint64_t pc2 = pc;
-		if (!cs_disasm_iter(cs, &c2, &s2, &pc2, insn) || insn->id != e->id || insn->size != 2)
+		if (!cs.disasm_iter(handle, &c2, &s2, &pc2, insn) || insn->id != e->id || insn->size != 2)
 			continue;
 		uint64_t fstart;
 		struct site site = { addr, function_at(m, s, addr, &fstart), 0, e->name };
@@ -206,23 +240,29 @@ int meta_tool_syscalls(struct meta_model *m, FILE *out, enum meta_format fmt, st
 			     m->machine);
 		return -1;
 	}
-	csh cs;
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) {
+	pthread_once(&cs_once, load_capstone);
+	if (cs_error[0]) {
+		meta_set_err(err, "%s: syscalls: cannot load the disassembler %s: %s", m->path, CAPSTONE_SONAME,
+			     cs_error);
+		return -1;
+	}
+	csh handle;
+	if (cs.open(CS_ARCH_X86, CS_MODE_64, &handle) != CS_ERR_OK) {
 		meta_set_err(err, "%s: syscalls: cannot start the disassembler", m->path);
 		return -1;
 	}
-	cs_insn *insn = cs_malloc(cs);
+	cs_insn *insn = cs.malloc(handle);
 	struct site *v = NULL;
 	size_t n = 0, cap = 0;
 	int rc = insn ? 0 : -1;
 	for (size_t i = 0; i < m->nsections && !rc; i++)
 		if (m->sections[i].exec && m->sections[i].data)
-			rc = scan_section(m, &m->sections[i], cs, insn, &v, &n, &cap);
+			rc = scan_section(m, &m->sections[i], handle, insn, &v, &n, &cap);
 	if (n)
 		qsort(v, n, sizeof *v, cmp_site); /* sections need not be in address order */
 	if (insn)
-		cs_free(insn, 1);
-	cs_close(&cs);
+		cs.free(insn, 1);
+	cs.close(&handle);
 	if (rc) {
 		free(v);
 		meta_set_err(err, "%s: out of memory", m->path);

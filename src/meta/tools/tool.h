@@ -71,6 +71,7 @@ void meta_put_c_str(FILE *out, const char *s);      /* "..." or 0 */
 void meta_put_type_label(FILE *out, const struct meta_model *m, uint32_t t);
 struct meta_obuf;
 void meta_obuf_json_str(struct meta_obuf *o, const char *s);
+void meta_obuf_c_str(struct meta_obuf *o, const char *s);
 void meta_obuf_type_label(struct meta_obuf *o, const struct meta_model *m, uint32_t t);
 int meta_need_dwarf(const struct meta_model *m, const char *tool, struct meta_err *err);
 

@@ -196,16 +196,15 @@ static void json_type(FILE *out, const struct meta_model *m, const struct meta_c
 
 /* VALUE's bits as an int64_t initializer: INT64_MIN has no literal, and the
  * values of unsigned enums at or above 2^63 are kept bit for bit. */
-static void put_c_int64(FILE *out, uint64_t value)
+static char *raw_c_int64(char *p, uint64_t value)
 {
 	if (value == (uint64_t)1 << 63)
-		fputs("INT64_MIN", out);
-	else
-		fprintf(out, "%" PRId64, (int64_t)value);
+		return meta_raw_mem(p, "INT64_MIN", 9);
+	return meta_raw_i64(p, (int64_t)value);
 }
 
 /* SEL: which classes (NULL: all). */
-static void c_tables(FILE *out, const struct meta_model *m, const unsigned char *sel)
+static void c_tables(FILE *out, struct meta_obuf *o, const struct meta_model *m, const unsigned char *sel)
 {
 	fputs("#include <stdint.h>\n\n"
 	      "struct kiln_meta_type {\n\tuint64_t id;\n\tconst char *kind;\n\tconst char *name;\n"
@@ -229,24 +228,37 @@ static void c_tables(FILE *out, const struct meta_model *m, const unsigned char 
 		for (uint32_t k = 0; k < t->nmembers; k++) {
 			const struct meta_member *mm = &m->members[t->first + k];
 			int agg = is_aggregate(t->kind);
-			fputs("\t{ ", out);
-			meta_put_c_str(out, mm->name);
-			if (mm->is_virtual)
-				fprintf(out, ", 0x%" PRIx64 "u, UINT64_MAX, 0u, 2u, ", meta_type_id(m, mm->type));
-			else
-				fprintf(out, ", 0x%" PRIx64 "u, %" PRIu64 "u, %uu, %uu, ",
-					meta_type_id(m, mm->type), agg ? mm->value : 0, (unsigned)mm->bit_size,
-					(unsigned)mm->is_base);
-			put_c_int64(out, agg && !mm->is_virtual ? 0 : mm->value);
-			fputs(" },\n", out);
+			meta_obuf_mem(o, "\t{ ", 3);
+			meta_obuf_c_str(o, mm->name);
+			char *p = meta_obuf_room(o, 128);
+			p = meta_raw_mem(p, ", 0x", 4);
+			p = meta_raw_hex(p, meta_type_id(m, mm->type), 1);
+			if (mm->is_virtual) {
+				p = meta_raw_mem(p, "u, UINT64_MAX, 0u, 2u, ", 23);
+			} else {
+				p = meta_raw_mem(p, "u, ", 3);
+				p = meta_raw_u64(p, agg ? mm->value : 0);
+				p = meta_raw_mem(p, "u, ", 3);
+				p = meta_raw_u64(p, mm->bit_size);
+				p = meta_raw_mem(p, "u, ", 3);
+				p = meta_raw_u64(p, mm->is_base);
+				p = meta_raw_mem(p, "u, ", 3);
+			}
+			p = raw_c_int64(p, agg && !mm->is_virtual ? 0 : mm->value);
+			meta_obuf_done(o, meta_raw_mem(p, " },\n", 4));
 			nmem++;
 		}
 		int nvb = complete_vbases(m, t, vb);
-		for (int k = 0; k < nvb; k++, nmem++)
-			fprintf(out, "\t{ 0, 0x%" PRIx64 "u, %" PRIu64 "u, 0u, 3u, 0 },\n", meta_type_id(m, vb[k].type),
-				vb[k].offset * 8);
+		for (int k = 0; k < nvb; k++, nmem++) {
+			char *p = meta_obuf_room(o, 96);
+			p = meta_raw_mem(p, "\t{ 0, 0x", 8);
+			p = meta_raw_hex(p, meta_type_id(m, vb[k].type), 1);
+			p = meta_raw_mem(p, "u, ", 3);
+			p = meta_raw_u64(p, vb[k].offset * 8);
+			meta_obuf_done(o, meta_raw_mem(p, "u, 0u, 3u, 0 },\n", 16));
+		}
 	}
-	fputs("\t{ 0, 0, 0, 0, 0, 0 }\n};\n\nconst struct kiln_meta_type kiln_meta_types[] = {\n", out);
+	meta_obuf_str(o, "\t{ 0, 0, 0, 0, 0, 0 }\n};\n\nconst struct kiln_meta_type kiln_meta_types[] = {\n");
 	uint32_t first = 0;
 	size_t ntypes = 0;
 	for (size_t i = 0; i < m->nclasses; i++) {
@@ -255,17 +267,34 @@ static void c_tables(FILE *out, const struct meta_model *m, const unsigned char 
 		ntypes++;
 		const struct meta_class *c = &m->classes[i];
 		const struct meta_type *t = &m->types[c->rep];
-		fprintf(out, "\t{ 0x%016" PRIx64 "u, \"%s\", ", c->id, meta_kind_name(t->kind));
-		meta_put_c_str(out, t->name);
-		if (t->flags & META_T_HAS_SIZE)
-			fprintf(out, ", %" PRIu64 "u", t->size);
-		else
-			fputs(", UINT64_MAX", out);
+		char *p = meta_obuf_room(o, 64);
+		p = meta_raw_mem(p, "\t{ 0x", 5);
+		p = meta_raw_hex(p, c->id, 16);
+		p = meta_raw_mem(p, "u, \"", 4);
+		meta_obuf_done(o, p);
+		meta_obuf_str(o, meta_kind_name(t->kind));
+		meta_obuf_mem(o, "\", ", 3);
+		meta_obuf_c_str(o, t->name);
 		uint32_t n = t->nmembers + (uint32_t)complete_vbases(m, t, vb);
-		fprintf(out, ", 0x%" PRIx64 "u, %uu, %uu, %uu },\n", meta_type_id(m, t->ref), first, n,
-			(t->flags & META_T_UNSIGNED) ? 1u : 0u);
+		p = meta_obuf_room(o, 128);
+		if (t->flags & META_T_HAS_SIZE) {
+			p = meta_raw_mem(p, ", ", 2);
+			p = meta_raw_u64(p, t->size);
+			p = meta_raw_mem(p, "u", 1);
+		} else {
+			p = meta_raw_mem(p, ", UINT64_MAX", 12);
+		}
+		p = meta_raw_mem(p, ", 0x", 4);
+		p = meta_raw_hex(p, meta_type_id(m, t->ref), 1);
+		p = meta_raw_mem(p, "u, ", 3);
+		p = meta_raw_u64(p, first);
+		p = meta_raw_mem(p, "u, ", 3);
+		p = meta_raw_u64(p, n);
+		p = meta_raw_mem(p, (t->flags & META_T_UNSIGNED) ? "u, 1u },\n" : "u, 0u },\n", 9);
+		meta_obuf_done(o, p);
 		first += n;
 	}
+	meta_obuf_flush(o);
 	fprintf(out, "\t{ 0, 0, 0, 0, 0, 0, 0, 0 }\n};\n\n"
 		"const uint32_t kiln_meta_ntypes = %zuu;\nconst uint32_t kiln_meta_nmembers = %uu;\n",
 		ntypes, nmem);
@@ -310,11 +339,18 @@ static int put_types(struct meta_model *m, FILE *out, enum meta_format fmt, cons
 		fputs("]}\n", out);
 		break;
 	}
-	case META_FMT_C:
+	case META_FMT_C: {
+		struct meta_obuf *o = meta_obuf_new(out);
+		if (!o) {
+			meta_set_err(err, "%s: out of memory", m->path);
+			return -1;
+		}
 		fputs("/* kiln meta types: generated from ", out);
 		fputs("the binary's DWARF; layout in docs/meta-formats.md */\n", out);
-		c_tables(out, m, sel);
+		c_tables(out, o, m, sel);
+		free(o);
 		break;
+	}
 	}
 	return 0;
 }
