@@ -4,6 +4,7 @@
 #   make check      unit tests (cmocka) + end-to-end tests (pytest) + check-deb
 #   make check-deb  build the Debian package, lintian, unpack it, run what it installed
 #   make check-packages  real Debian packages built under kiln trace (slow)
+#   make check-fidelity  configure in a clean chroot against kiln trace (slow, root)
 #   make demo       build kiln and run its main job on a real example
 #   make bench      every benchmark (or bench-shm, bench-registry, bench-meta,
 #                   bench-preload, bench-trace: docs/benchmarks.md)
@@ -128,7 +129,8 @@ BENCH_STANDALONE := $(BUILD)/bench/trace_micro $(BUILD)/bench/calibrate
 MAN_SRC   := $(wildcard man/*.scd)
 MAN_PAGES := $(patsubst man/%.scd,$(BUILD)/man/%,$(MAN_SRC))
 
-.PHONY: all man deps check check-deb check-packages unit integration demo bench install clean
+.PHONY: all man deps check check-deb check-packages check-fidelity unit integration demo bench \
+	install clean
 .DEFAULT_GOAL := all
 
 all: $(KILN) $(PRELOAD) $(AUDIT) man
@@ -247,6 +249,13 @@ integration: all $(HELPER_BINS) $(BENCH_STANDALONE) | $(BUILD)/.deps-test-ok
 # report's verdict, ranking and unused list (tests/packages).
 check-packages: all
 	KILN_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q tests/packages
+
+# Slow, not in `check`: ./configure of real Debian packages in a clean
+# buildd chroot against kiln trace on the polluted host (docs/fidelity.md;
+# root, network, the machine-wide lock). FIDELITY_PACKAGES=nano,wget for a subset.
+comma := ,
+check-fidelity: all
+	KILN_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/fidelity/fidelity.py $(subst $(comma), ,$(FIDELITY_PACKAGES))
 
 # ---- demo and benchmarks -------------------------------------------------
 demo: all

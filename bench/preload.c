@@ -15,8 +15,14 @@
  *                                     in this process's own environment (so
  *                                     under kiln trace the children are
  *                                     traced); prints ns per process
+ *   preload locale NAME               setlocale(LC_ALL, NAME) and exit (what
+ *                                     nearly every program of a build does
+ *                                     first: NAME "" takes $LC_ALL...)
+ *   preload spawn-locale N NAME       posix_spawn `preload locale NAME` N times
+ *                                     in this process's own environment
  */
 #include <fcntl.h>
+#include <locale.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,7 +101,12 @@ int main(int argc, char **argv)
 		char *cargv[] = { self, "noop", NULL };
 		return spawn_n(n, self, NULL, cargv, envp);
 	}
-	if (argc == 5 && !strcmp(argv[1], "spawn-stat")) {
+	if (argc == 3 && !strcmp(argv[1], "locale")) {
+		setlocale(LC_ALL, argv[2]);
+		return 0;
+	}
+	if ((argc == 5 && !strcmp(argv[1], "spawn-stat")) ||
+	    (argc == 4 && !strcmp(argv[1], "spawn-locale"))) {
 		int n = atoi(argv[2]);
 		char self[4096];
 		ssize_t l = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -103,6 +114,11 @@ int main(int argc, char **argv)
 			return 1;
 		self[l] = '\0';
 		char *cargv[] = { self, "stat", argv[3], argv[4], NULL };
+		if (argc == 4) {
+			cargv[1] = "locale";
+			cargv[2] = argv[3];
+			cargv[3] = NULL;
+		}
 		int out = open("/dev/null", O_WRONLY);
 		posix_spawn_file_actions_t fa;
 		posix_spawn_file_actions_init(&fa);
@@ -136,6 +152,7 @@ int main(int argc, char **argv)
 		return spawn_n(n, argv[3], NULL, argv + 3, environ);
 	}
 	fprintf(stderr, "usage: preload noop | spawn N with|without LIB | spawn N inherit | "
-			"stat N PATH | open N PATH | spawn-stat N K PATH | spawn-prog N PROG [ARG...]\n");
+			"stat N PATH | open N PATH | spawn-stat N K PATH | spawn-prog N PROG [ARG...] | "
+			"locale NAME | spawn-locale N NAME\n");
 	return 2;
 }

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -35,7 +36,7 @@
 
 enum {
 	OPT_DB = 1, OPT_DEPS, OPT_CONTROL, OPT_PROFILE, OPT_KEEP_ENV, OPT_ALLOW, OPT_READ, OPT_ASK,
-	OPT_DENY, OPT_UNKNOWN, OPT_POLICY, OPT_REPORT_ONLY, OPT_STRICT, OPT_JSON, OPT_OUTPUT,
+	OPT_OWNED, OPT_DENY, OPT_UNKNOWN, OPT_POLICY, OPT_REPORT_ONLY, OPT_STRICT, OPT_JSON, OPT_OUTPUT,
 	OPT_LOG, OPT_REPORT, OPT_NO_REFRESH, OPT_NO_CACHE, OPT_STATS, OPT_QUIET,
 };
 
@@ -56,12 +57,18 @@ static const struct cliopt options[] = {
 	  "base set Essential, the default otherwise; chroot\n"
 	  "also gives the build sbuild's environment (only\n"
 	  "dpkg's build variables kept; PATH, HOME, SHELL,\n"
-	  "LC_ALL as sbuild sets them)" },
+	  "LC_ALL as sbuild sets them) and hides what a clean\n"
+	  "chroot does not have: files no package of the\n"
+	  "closure owns in /usr/local, /opt, /usr/lib/locale,\n"
+	  "/etc/ld.so.conf.d, and your home directory (except\n"
+	  "the build tree)" },
 	{ "keep-env", 0, "VAR", OPT_KEEP_ENV,
-	  "with --profile chroot, pass VAR through as it is\nhere (repeatable)" },
+	  "with --profile chroot, pass VAR through as it is\nhere (repeatable; HOME also keeps your home visible)" },
 	{ "allow", 0, "PREFIX", OPT_ALLOW, "visible and writable" },
 	{ "read", 0, "PREFIX", OPT_READ, "visible, writes refused" },
 	{ "ask", 0, "PREFIX", OPT_ASK, "the registry decides visibility, writes refused" },
+	{ "owned", 0, "PREFIX", OPT_OWNED,
+	  "visible only what a package of the closure owns,\nwrites refused" },
 	{ "deny", 0, "PREFIX", OPT_DENY, "hidden" },
 	{ "unknown", 0, "report|allow|hide", OPT_UNKNOWN,
 	  "files in ask-trees the registry does not know\n(default: report = allow and name them)" },
@@ -279,6 +286,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case OPT_ALLOW:
 		case OPT_READ:
 		case OPT_ASK:
+		case OPT_OWNED:
 		case OPT_DENY: {
 			enum policy_action act;
 			if (policy_parse_action(p.opt + 2, &act) < 0 || add_rule(o, act, val) < 0)
@@ -365,14 +373,38 @@ static int add_config_rules(const struct cli_config *cfg, struct policy *p, char
 	return 0;
 }
 
+static bool keeps_env(const struct opts *o, const char *name)
+{
+	for (size_t i = 0; i < o->nkeep_env; i++)
+		if (!strcmp(o->keep_env[i], name))
+			return true;
+	return false;
+}
+
+/* The invoking user's home: $HOME, else the password database's. */
+static const char *invoking_home(void)
+{
+	const char *h = getenv("HOME");
+	if (h && h[0] == '/')
+		return h;
+	struct passwd *pw = getpwuid(getuid());
+	return pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
+}
+
 static int build_policy(const struct opts *o, const struct cli_config *cfg, const char *cwd,
-			struct policy *p)
+			const char *preload, struct policy *p)
 {
 	char err[PATH_MAX + 1200];
+	bool chroot = o->profile == REGISTRY_PROFILE_CHROOT;
 	policy_init(p);
 	const struct cli_config_entry *cfg_policy = cli_config_get(cfg, "policy");
 	const char *policy_file = o->policy_file ? o->policy_file : cfg_policy ? cfg_policy->value : NULL;
-	if (policy_add_defaults(p, cwd, err, sizeof err) < 0 ||
+	/* The artifact names first: the chroot rules keep their directory
+	 * readable. They add no rule of their own. */
+	if (policy_add_defaults(p, cwd, !chroot, err, sizeof err) < 0 ||
+	    artifacts_add_to_policy(p, o->control, o->command[0], cwd, err, sizeof err) < 0 ||
+	    (chroot && policy_add_chroot(p, keeps_env(o, "HOME") ? NULL : invoking_home(), preload,
+					 err, sizeof err) < 0) ||
 	    (policy_file && policy_load_file(p, policy_file, err, sizeof err) < 0) ||
 	    add_config_rules(cfg, p, err, sizeof err) < 0)
 		goto fail;
@@ -381,8 +413,6 @@ static int build_policy(const struct opts *o, const struct cli_config *cfg, cons
 			goto fail;
 	if (o->unknown_set)
 		p->unknown = o->unknown;
-	if (artifacts_add_to_policy(p, o->control, o->command[0], cwd, err, sizeof err) < 0)
-		goto fail;
 	policy_compile(p);
 	return 0;
 fail:
@@ -392,8 +422,8 @@ fail:
 }
 
 static void exec_command(const struct opts *o, const char *preload, const char *sock,
-			 const char *rundir, const char *cache, const char *trusted, bool own_tty,
-			 pid_t kiln, bool allow_ns)
+			 const char *rundir, const char *cache, bool own_tty, pid_t kiln,
+			 bool allow_ns, const char *planned)
 {
 	setpgid(0, 0);
 	/* If kiln dies, so does the build's first process at once (the server
@@ -417,8 +447,21 @@ static void exec_command(const struct opts *o, const char *preload, const char *
 	    setenv(KILN_ENV_PRELOAD, preload, 1) < 0 || setenv(KILN_ENV_RUNDIR, rundir, 1) < 0 ||
 	    (cache ? setenv(KILN_ENV_CACHE, cache, 1) : unsetenv(KILN_ENV_CACHE)) < 0 ||
 	    setenv(KILN_ENV_NAMESPACES, allow_ns ? "allow" : "refuse", 1) < 0 ||
-	    setenv(KILN_ENV_TRUSTED, trusted, 1) < 0)
+	    unsetenv(KILN_ENV_TRUSTED) < 0 || unsetenv(KILN_ENV_LOCALES) < 0 ||
+	    unsetenv(KILN_ENV_CLEAN) < 0)
 		_exit(EXIT_KILN);
+	/* From the server's ready message: KILN_TRUSTED_LIBS, KILN_LOCALES, KILN_CLEAN. */
+	for (const char *p = planned; *p;) {
+		const char *nl = strchrnul(p, '\n'), *eq = memchr(p, '=', (size_t)(nl - p));
+		if (eq && !strncmp(p, "KILN_", 5)) {
+			char name[64], value[4096];
+			snprintf(name, sizeof name, "%.*s", (int)(eq - p), p);
+			snprintf(value, sizeof value, "%.*s", (int)(nl - eq - 1), eq + 1);
+			if (setenv(name, value, 1) < 0)
+				_exit(EXIT_KILN);
+		}
+		p = *nl ? nl + 1 : nl;
+	}
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
@@ -443,6 +486,28 @@ static int check_outputs(const struct opts *o)
 		}
 	}
 	return 0;
+}
+
+/* The locale names the build's environment sets (LC_ALL, LC_*, LANG),
+ * distinct, not C or POSIX: the server plans them before the build starts
+ * (docs/glibc-data.md). Pointers into env; at most cap. */
+static size_t env_locales(char *const *env, const char **out, size_t cap)
+{
+	size_t n = 0;
+	for (char *const *e = env; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		if (!eq || (strncmp(*e, "LC_", 3) && strncmp(*e, "LANG=", 5)))
+			continue;
+		const char *v = eq + 1;
+		if (!*v || !strcmp(v, "C") || !strcmp(v, "POSIX"))
+			continue;
+		bool dup = false;
+		for (size_t i = 0; i < n; i++)
+			dup |= !strcmp(out[i], v);
+		if (!dup && n < cap)
+			out[n++] = v;
+	}
+	return n;
 }
 
 static int run_trace(struct opts *op);
@@ -491,7 +556,7 @@ static int run_trace(struct opts *op)
 		cli_config_free(&cfg);
 		return EXIT_KILN;
 	}
-	if (cli_find_preload(preload, sizeof preload, CMD, stderr) < 0 || build_policy(&o, &cfg, cwd, &policy) < 0) {
+	if (cli_find_preload(preload, sizeof preload, CMD, stderr) < 0 || build_policy(&o, &cfg, cwd, preload, &policy) < 0) {
 		cli_config_free(&cfg);
 		return EXIT_KILN;
 	}
@@ -557,9 +622,11 @@ static int run_trace(struct opts *op)
 		for (size_t k = 0; benv && benv[k]; k++)
 			if (!strncmp(benv[k], "PATH=", 5))
 				build_path = benv[k] + 5;
+		const char *locales[16];
+		size_t nlocales = env_locales(benv ? benv : environ, locales, 16);
 		struct trace_server_config cfg = {
 			.db = o.db, .deps = o.deps, .ndeps = o.ndeps, .control = o.control,
-			.profile = o.profile,
+			.profile = o.profile, .locales = locales, .nlocales = nlocales,
 			.policy = &policy, .report_only = o.report_only, .json = o.json,
 			.log = o.log, .report = o.report, .socket = sock, .rundir = rundir,
 			.json_name = json_name, .log_name = log_name, .quiet = o.quiet, .strict = o.strict,
@@ -575,9 +642,12 @@ static int run_trace(struct opts *op)
 	close(life[0]);
 
 	/* Wait until the server listens (or says why it cannot). */
-	char msg[1200];
-	size_t got = cli_read_all(ready[0], msg, sizeof msg);
+	char msg[4200];
+	size_t got = cli_read_all(ready[0], msg, sizeof msg - 1);
 	close(ready[0]);
+	msg[got] = '\0';
+	/* After "R": KILN_*=VALUE lines for the build's environment. */
+	const char *planned = got && msg[0] == 'R' ? msg + 1 : "";
 	if (got == 0 || msg[0] != 'R') {
 		int st = 0;
 		close(life[1]);
@@ -614,7 +684,7 @@ static int run_trace(struct opts *op)
 	}
 	if (cmd == 0)
 		exec_command(&o, preload, sock, rundir, o.no_cache || o.report_only ? NULL : cache,
-			     msg + 1, own_tty, kiln, policy.allow_namespaces);
+			     own_tty, kiln, policy.allow_namespaces, planned);
 	setpgid(cmd, cmd);
 	build_pgid = cmd;
 	char pgnote[32];

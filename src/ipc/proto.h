@@ -29,6 +29,11 @@
 					     kiln ran by fd; set for that program only */
 #define KILN_ENV_NAMESPACES "KILN_NAMESPACES" /* "allow", else chroot, mount,
 						 unshare... fail with EPERM */
+#define KILN_ENV_LOCALES "KILN_LOCALES" /* locale names (':'-separated) whose plan is
+					 CLEAN for every category with LOCPATH unset:
+					 setlocale need not ask (docs/glibc-data.md) */
+#define KILN_ENV_CLEAN "KILN_CLEAN"     /* glibc data sets planned CLEAN for the run:
+					 "nss:passwd ... gconv tz" (docs/glibc-data.md) */
 
 enum kiln_msg_type {
 	KILN_MSG_HELLO       = 1, /* c->s: struct kiln_hello */
@@ -39,6 +44,8 @@ enum kiln_msg_type {
 	KILN_MSG_QUERY_DIR   = 6, /* c->s: struct kiln_query_dir + dir + entries */
 	KILN_MSG_VERDICT_DIR = 7, /* s->c: struct kiln_verdict_dir + u8 hidden[count] */
 	KILN_MSG_EVENT       = 8, /* c->s: struct kiln_event_msg + path; no reply */
+	KILN_MSG_QUERY_DATA  = 9, /* c->s: struct kiln_query_data + a + b; s->c: VERDICT
+				   * with an enum kiln_data_answer */
 };
 
 struct kiln_msg_hdr {
@@ -114,6 +121,15 @@ struct kiln_query_dir {
 
 struct kiln_verdict_dir {
 	uint32_t count;   /* followed by count bytes: 1 = hide that entry */
+};
+
+/* A question about data glibc loads itself (src/trace/verdict.h,
+ * kiln_ask_data): alen bytes of a, then b (the rest), neither NUL-terminated
+ * nor holding a NUL, each at most KILN_PATH_MAX bytes. */
+struct kiln_query_data {
+	uint32_t kind;    /* enum kiln_data_kind */
+	uint32_t arg;     /* KILN_D_LOCALE: categories, bit c for LC_* category c */
+	uint32_t alen;
 };
 
 struct kiln_event_msg {

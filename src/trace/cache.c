@@ -247,6 +247,24 @@ miss:
 	return 0;
 }
 
+int kt_cache_ask_key(const char *key, size_t klen, int *answer)
+{
+	struct shmmap *m = get();
+	if (!m)
+		return 0;
+	mark_if_forked();
+	uint64_t v;
+	unsigned kind, ans;
+	if (!klen || !shmmap_lookup(m, key, klen, &v) || !vc_parse(v, &kind, &ans) ||
+	    kind != VC_STABLE) {
+		count(0, 0);
+		return 0;
+	}
+	count(1, 0);
+	*answer = (int)ans;
+	return 1;
+}
+
 static int is_dot(const char *nm)
 {
 	return nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2]));

@@ -21,6 +21,7 @@
 
 #include "trace/kt.h"
 #include "trace/rawsys.h"
+#include "trace/vcache.h"
 
 #define KT_POOL   8
 #define KT_FD_MIN 100
@@ -345,6 +346,29 @@ static long exchange(const void *req, size_t reqlen, void *resp, size_t cap,
 
 /* ---- verdict.h ---------------------------------------------------------- */
 
+/* Sends a question whose answer is a VERDICT message, a verdict of at most
+ * `max`; fills *v and returns 0, or -1 (no answer: the failure is reported). */
+static int verdict_exchange(const void *req, size_t reqlen, uint32_t max,
+			    struct kiln_verdict_msg *v)
+{
+	union {
+		char raw[64];
+		struct {
+			struct kiln_msg_hdr h;
+			struct kiln_verdict_msg v;
+		} m;
+	} resp;
+	long r = exchange(req, reqlen, &resp, sizeof resp, KILN_MSG_VERDICT, 0);
+	if (r != sizeof(struct kiln_verdict_msg) || resp.m.v.verdict > max ||
+	    resp.m.v.bind > KILN_BIND_IDENT) {
+		if (r >= 0)
+			report_failure(EPROTO);
+		return -1;
+	}
+	*v = resp.m.v;
+	return 0;
+}
+
 /* The round trip of a question the cache did not answer; *b (may be NULL)
  * gets the server's binding. */
 static int ask_server(struct kt_question *req, size_t plen, unsigned access, unsigned qflags,
@@ -353,26 +377,38 @@ static int ask_server(struct kt_question *req, size_t plen, unsigned access, uns
 	req->h = (struct kiln_msg_hdr){ KILN_MSG_QUERY, 0,
 					(uint32_t)(sizeof req->q + plen) };
 	req->q = (struct kiln_query){ access, qflags, (uint32_t)plen };
-	union {
-		char raw[64];
-		struct {
-			struct kiln_msg_hdr h;
-			struct kiln_verdict_msg v;
-		} m;
-	} resp;
 	/* The header, query and path are contiguous (no padding: 8 + 12 bytes). */
-	long r = exchange(req, sizeof req->h + req->h.len, &resp, sizeof resp,
-			  KILN_MSG_VERDICT, 0);
-	if (r != sizeof(struct kiln_verdict_msg) || resp.m.v.verdict > KILN_V_DENY ||
-	    resp.m.v.bind > KILN_BIND_IDENT) {
-		if (r >= 0)
-			report_failure(EPROTO);
+	struct kiln_verdict_msg v;
+	if (verdict_exchange(req, sizeof req->h + req->h.len, KILN_V_DENY, &v) < 0)
 		return KILN_V_ERROR;
-	}
 	if (b)
-		*b = (struct kiln_binding){ resp.m.v.bind, resp.m.v.id_flags, resp.m.v.dev,
-					    resp.m.v.ino, resp.m.v.dir_dev, resp.m.v.dir_ino, 0 };
-	return (int)resp.m.v.verdict;
+		*b = (struct kiln_binding){ v.bind, v.id_flags, v.dev, v.ino, v.dir_dev, v.dir_ino, 0 };
+	return (int)v.verdict;
+}
+
+int kiln_ask_data(unsigned kind, unsigned arg, const char *a, const char *b)
+{
+	kt_init();
+	size_t alen = strlen(a), blen = strlen(b);
+	if (alen > KILN_PATH_MAX || blen > KILN_PATH_MAX)
+		return KILN_D_CHECK;
+	char key[SHMMAP_MAX_KEY];
+	int cached;
+	if (kt_cache_ask_key(key, vc_key_data(key, kind, arg, a, alen, b, blen), &cached))
+		return cached;
+	struct {
+		struct kiln_msg_hdr h;
+		struct kiln_query_data q;
+		char s[2 * KILN_PATH_MAX];
+	} req;
+	req.h = (struct kiln_msg_hdr){ KILN_MSG_QUERY_DATA, 0,
+				       (uint32_t)(sizeof req.q + alen + blen) };
+	req.q = (struct kiln_query_data){ kind, arg, (uint32_t)alen };
+	memcpy(req.s, a, alen);
+	memcpy(req.s + alen, b, blen);
+	struct kiln_verdict_msg v;
+	return verdict_exchange(&req, sizeof req.h + req.h.len, KILN_D_CHECK, &v) < 0 ? KILN_D_CHECK
+										      : (int)v.verdict;
 }
 
 int kt_ask_question(struct kt_question *req, size_t plen, unsigned access, unsigned qflags)

@@ -11,6 +11,7 @@
 #include <spawn.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ipc/proto.h"
 #include "shm/shmmap.h"
@@ -219,6 +220,46 @@ int kt_spawn_refused(const posix_spawn_file_actions_t *fa);
 /* In the child of a fork: forget the parent's connections. */
 void kt_client_after_fork(void);
 
+/* ---- sud.c: glibc's own system calls, checked (docs/glibc-data.md) --- */
+
+/* Runs fn(arg) with every system call this thread makes outside the
+ * preload library trapped and checked as the hooks check theirs (a hidden
+ * file is absent for glibc's internal opens too). Returns 0, or -1 when the
+ * kernel offers no syscall user dispatch (fn was not run). */
+int kt_checked(void (*fn)(void *), void *arg);
+
+/* The same as a pair around a call made in between: open returns 0 (the
+ * window is open, or this thread was already in one), or -1 (no syscall
+ * user dispatch: nothing to close); close returns 1 if a check in the
+ * window refused anything (a hidden file met), else 0. */
+struct kt_window {
+	uint64_t mask;
+	int nested;
+};
+int kt_window_open(struct kt_window *w);
+int kt_window_close(struct kt_window *w);
+
+/* ---- glibcdata.c: when glibc's own loads need the window -------------- */
+
+/* Data sets of the KT_HOOK_GLIBC hooks (hooks.def), in KILN_CLEAN's words. */
+enum kt_data_set {
+	KT_NSS_ALIASES, KT_NSS_ETHERS, KT_NSS_GROUP, KT_NSS_GSHADOW, KT_NSS_HOSTS,
+	KT_NSS_INITGROUPS, KT_NSS_NETGROUP, KT_NSS_NETWORKS, KT_NSS_PASSWD, KT_NSS_PROTOCOLS,
+	KT_NSS_PUBLICKEY, KT_NSS_RPC, KT_NSS_SERVICES, KT_NSS_SHADOW,
+	KT_DATA_GCONV, KT_DATA_TZ, KT_DATA_NSETS
+};
+
+/* Whether a call loading data of `set` must run in the checked window
+ * (then it has been opened: call, then kt_data_done). */
+int kt_data_window(enum kt_data_set set, struct kt_window *w);
+void kt_data_done(enum kt_data_set set, struct kt_window *w);
+
+/* Whether KILN_CLEAN holds the token PREFIX NAME ("mo:" "C.UTF-8"). */
+int kt_planned_token(const char *prefix, const char *name);
+
+/* hooks/locale.c: LC_* category names by number (LC_ALL's included). */
+extern const char *const kt_lc_names[13];
+
 /* ---- cache.c: the shared verdict cache (docs/verdict-cache.md) --------- */
 
 /* Answers a question from the map: 1, *verdict and how the answer binds
@@ -229,6 +270,9 @@ void kt_client_after_fork(void);
  * the key is built in place after it. */
 int kt_cache_ask(char *abs, size_t plen, unsigned access, unsigned qflags, int bind, int *verdict,
 		 unsigned *how);
+/* A STABLE answer stored under a key of its own (vcache.h): 1 and *answer,
+ * or 0. */
+int kt_cache_ask_key(const char *key, size_t klen, int *answer);
 /* Same for a listing batch: 1 with hidden[] filled, or 0. */
 int kt_cache_ask_dir(const char *dir, const char *const *names, size_t n, unsigned char *hidden);
 /* 1 when absolute `path` has no symlink on its way (the last component not

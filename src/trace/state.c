@@ -20,6 +20,7 @@ KT_HOT int kt_marks;
 static const char *const kept_names[] = {
 	"LD_PRELOAD", KILN_ENV_SOCKET, KILN_ENV_PRELOAD, KILN_ENV_CACHE,
 	KILN_ENV_RUNDIR, KILN_ENV_NAMESPACES, "KILN_TRACE_MARKS", KILN_ENV_TRUSTED,
+	KILN_ENV_LOCALES, KILN_ENV_CLEAN,
 };
 #define NKEPT (sizeof kept_names / sizeof kept_names[0])
 

@@ -8,7 +8,9 @@
  *   path \0 'V' access qflags      a verdict for kiln_ask
  *   dir  \0 'D'                    how a listing of dir is filtered
  *   dir  \0 'E' name               whether entry `name` of dir is hidden
- * plus one marker key naming the format. */
+ * plus one marker key naming the format, and the plans of glibc's own data
+ * loads (kiln_ask_data), whose keys start with a NUL byte (no path does):
+ *   \0 'G' kind arg(4 bytes) a \0 b    an enum kiln_data_answer */
 #ifndef KILN_TRACE_VCACHE_H
 #define KILN_TRACE_VCACHE_H
 
@@ -102,6 +104,22 @@ static inline size_t vc_key_entry_name(char *out, size_t prefix, const char *nam
 		return 0;
 	memcpy(out + prefix, name, nlen);
 	return prefix + nlen;
+}
+
+/* The key of a kiln_ask_data question. */
+static inline size_t vc_key_data(char *out, unsigned kind, unsigned arg, const char *a, size_t alen,
+				 const char *b, size_t blen)
+{
+	if (8 + alen + blen > SHMMAP_MAX_KEY)
+		return 0;
+	out[0] = '\0';
+	out[1] = 'G';
+	out[2] = (char)(kind & 0xff);
+	memcpy(out + 3, &arg, 4);
+	memcpy(out + 7, a, alen);
+	out[7 + alen] = '\0';
+	memcpy(out + 8 + alen, b, blen);
+	return 8 + alen + blen;
 }
 
 /* ---- the statistics file ---------------------------------------------------

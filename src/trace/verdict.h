@@ -36,6 +36,8 @@ enum kiln_verdict {
 /* Query flags. */
 enum kiln_qflags {
 	KILN_Q_NOFOLLOW = 1u << 0, /* do not follow a symlink in the last component */
+	KILN_Q_PROBE    = 1u << 1, /* access(2)-like: asks whether the access would be
+				    * allowed, does nothing (a write class is a probe) */
 };
 
 /* Verdict for an absolute path (lexically cleaned: no "//", no "/./"; ".."
@@ -64,6 +66,21 @@ struct kiln_binding {
  * or -1 when no answer could be had (caller fails closed). */
 int kiln_ask_dir(const char *absdir, const char *const *names, size_t n,
 		 unsigned char *hidden);
+
+/* Data glibc opens with internal calls no hook sees (docs/glibc-data.md):
+ * the hooks of the functions that load it ask for a plan first. */
+enum kiln_data_kind {
+	KILN_D_LOCALE = 1,  /* a = LOCPATH ("" if unset), b = a locale name, arg = categories */
+	KILN_D_CATALOG = 2, /* a = the domain's directory, b = "DOMAIN\nLC_CATEGORY\nLANGUAGES"
+			     * (LANGUAGE, or the category's locale name), arg = 1 */
+};
+enum kiln_data_answer {
+	KILN_D_CLEAN  = 0, /* nothing the build may not see is involved: call through */
+	KILN_D_ABSENT = 1, /* glibc would find nothing the build may see: fail as it does then */
+	KILN_D_CHECK  = 2, /* both: call through with glibc's own opens checked */
+};
+/* The plan for one question (KILN_D_CHECK when no answer can be had). */
+int kiln_ask_data(unsigned kind, unsigned arg, const char *a, const char *b);
 
 /* Events the server reports but does not decide. */
 enum kiln_event_kind {

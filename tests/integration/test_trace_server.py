@@ -85,6 +85,8 @@ def test_handshake_and_basic_verdicts(world, traced):
     assert c.ask(f"{world.inc}/foo.h", tp.STAT) == tp.HIDE
     assert c.ask(f"{world.inc}/missing.h", tp.STAT) == tp.ALLOW   # the kernel says ENOENT
     assert c.ask(f"{world.inc}/stray.h", tp.READ) == tp.ALLOW     # unknown: allowed + reported
+    assert c.ask_data(tp.DATA_LOCALE, 1, "", "C") == tp.CLEAN     # built into glibc
+    assert c.ask_data(tp.DATA_LOCALE, 0x1fbf, "", "xx_NOWHERE.UTF-8") == tp.CLEAN  # fails by itself
     rc, err = t.finish()
     assert rc == 0, err
     assert "libfoo-dev (1)" in err
@@ -237,10 +239,19 @@ def test_handshake_refusals(world, traced):
     tp.msg(tp.QUERY_DIR, struct.pack("=II", 1, 4) + b"/usr" + struct.pack("=H", 3) + b"a/b"),
     tp.msg(tp.QUERY_DIR, struct.pack("=II", 100, 4) + b"/usr" + struct.pack("=H", 1) + b"a"),
     tp.msg(tp.EVENT, struct.pack("=II", 77, 4) + b"/bin"),               # unknown event
+    tp.msg(tp.QUERY_DATA, struct.pack("=III", 9, 1, 0) + b"C.UTF-8"),      # unknown data kind
+    tp.msg(tp.QUERY_DATA, struct.pack("=III", tp.DATA_LOCALE, 0, 0) + b"fr"),  # no category
+    tp.msg(tp.QUERY_DATA, struct.pack("=III", tp.DATA_LOCALE, 1 << 6, 0) + b"fr"),  # LC_ALL's bit
+    tp.msg(tp.QUERY_DATA, struct.pack("=III", tp.DATA_LOCALE, 1, 9) + b"fr"),  # alen too long
+    tp.msg(tp.QUERY_DATA, struct.pack("=III", tp.DATA_LOCALE, 1, 0) + b"f\0r"),  # NUL
+    tp.msg(tp.QUERY_DATA, struct.pack("=III", tp.DATA_LOCALE, 1, 0) + b"x" * 4097),  # too long
+    tp.msg(tp.QUERY, struct.pack("=III", tp.READ, 4, 4) + b"/usr"),      # unknown query flag
     tp.msg(tp.HELLO, b"\0" * 12),                                        # second HELLO
     b"\x04\x00",                                                         # short header
 ], ids=["oversized", "header-lies", "unknown-type", "relative", "pathlen", "access-bit",
-        "path-too-long", "nul", "slash-in-name", "dir-count", "unknown-event", "second-hello",
+        "path-too-long", "nul", "slash-in-name", "dir-count", "unknown-event", "data-kind",
+        "data-no-category", "data-lc-all-bit", "data-alen", "data-nul", "data-too-long",
+        "qflag-bit", "second-hello",
         "short-header"])
 def test_malformed_message_closes_only_that_connection(world, traced, bad):
     t = traced()

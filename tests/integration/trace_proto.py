@@ -8,7 +8,7 @@ MAGIC = 0x4E4C494B
 VERSION = 1
 MSG_MAX = 65536
 
-HELLO, HELLO_OK, REFUSED, QUERY, VERDICT, QUERY_DIR, VERDICT_DIR, EVENT = range(1, 9)
+HELLO, HELLO_OK, REFUSED, QUERY, VERDICT, QUERY_DIR, VERDICT_DIR, EVENT, QUERY_DATA = range(1, 10)
 # VERDICT: verdict, bind, id_flags, dev, ino, dir_dev, dir_ino (src/ipc/proto.h)
 VERDICT_MSG = struct.Struct("=IHHQQQQ")
 BIND_ANY, BIND_NO_SYMLINKS, BIND_IDENT = 0, 1, 2
@@ -16,8 +16,10 @@ ID_FILE, ID_DEV_ONLY, ID_DIR = 1, 2, 4
 REFUSE_VERSION, REFUSE_PEER, REFUSE_BUSY = 1, 2, 3
 
 STAT, READ, WRITE, EXEC, LIST, CREATE, DELETE = (1 << i for i in range(7))
-NOFOLLOW = 1
+NOFOLLOW, PROBE = 1, 2
 ALLOW, HIDE, DENY = 0, 1, 2
+DATA_LOCALE = 1
+CLEAN, ABSENT, CHECK = 0, 1, 2
 SETUID_EXEC, STATIC_EXEC = 1, 2
 
 HDR = struct.Struct("=HHI")
@@ -40,6 +42,11 @@ def query_dir(d, names):
     db = d.encode()
     body = b"".join(struct.pack("=H", len(n.encode())) + n.encode() for n in names)
     return msg(QUERY_DIR, struct.pack("=II", len(names), len(db)) + db + body)
+
+
+def query_data(kind, arg, a, b):
+    a, b = (x.encode() if isinstance(x, str) else x for x in (a, b))
+    return msg(QUERY_DATA, struct.pack("=III", kind, arg, len(a)) + a + b)
 
 
 def event(kind, path):
@@ -84,6 +91,14 @@ class Client:
 
     def ask(self, path, access, qflags=0):
         return self.ask_bound(path, access, qflags)[0]
+
+    def ask_data(self, kind, arg, a, b):
+        self.send(query_data(kind, arg, a, b))
+        r = self.recv()
+        assert r is not None, "server closed the connection"
+        t, p = r
+        assert t == VERDICT
+        return VERDICT_MSG.unpack(p)[0]
 
     def ask_dir(self, d, names):
         self.send(query_dir(d, names))

@@ -82,7 +82,7 @@ static void defaults_for_debian_builds(void **state)
 	unsetenv("TMPDIR");
 	setenv("HOME", "/home/tester", 1);
 	unsetenv("XDG_CACHE_HOME");
-	assert_int_equal(policy_add_defaults(&p, "/home/tester/src/pkg", err, sizeof err), 0);
+	assert_int_equal(policy_add_defaults(&p, "/home/tester/src/pkg", true, err, sizeof err), 0);
 	policy_compile(&p);
 	assert_int_equal(policy_action_for(&p, "/usr/include/stdio.h"), POLICY_ASK);
 	assert_int_equal(policy_action_for(&p, "/lib/x86_64-linux-gnu/libc.so.6"), POLICY_ASK);
@@ -99,6 +99,57 @@ static void defaults_for_debian_builds(void **state)
 	policy_free(&p);
 }
 
+static void chroot_profile_hides_what_a_chroot_lacks(void **state)
+{
+	(void)state;
+	struct policy p;
+	policy_init(&p);
+	unsetenv("TMPDIR");
+	setenv("HOME", "/home/tester", 1);
+	setenv("XDG_CACHE_HOME", "/home/tester/.xdg", 1);
+	assert_int_equal(policy_add_defaults(&p, "/home/tester/src/pkg", false, err, sizeof err), 0);
+	const char *names[] = { "pkg" };
+	assert_int_equal(policy_set_artifacts(&p, "/home/tester/src", names, 1, err, sizeof err), 0);
+	assert_int_equal(policy_add_chroot(&p, "/home/tester", "/home/tester/kiln/build/libkiln-trace.so",
+					   err, sizeof err),
+			 0);
+	policy_compile(&p);
+	assert_int_equal(policy_action_for(&p, "/usr/local/lib/libcuda.so"), POLICY_OWNED);
+	assert_int_equal(policy_action_for(&p, "/opt/toolkit/bin/cc"), POLICY_OWNED);
+	assert_int_equal(policy_action_for(&p, "/usr/lib/locale/locale-archive"), POLICY_OWNED);
+	assert_int_equal(policy_action_for(&p, "/etc/ld.so.conf.d/cuda.conf"), POLICY_OWNED);
+	assert_int_equal(policy_action_for(&p, "/usr/include/stdio.h"), POLICY_ASK);
+	assert_true(policy_is_skeleton(&p, "/usr/local/bin"));
+	assert_true(policy_is_skeleton(&p, "/opt"));
+	assert_false(policy_is_skeleton(&p, "/usr/local/cuda"));
+	assert_false(policy_is_skeleton(&p, "/usr/local/bin/x"));
+	/* The home directory: hidden, but for the build tree, the artifacts'
+	 * directory and kiln's library, and with no cache directory of it. */
+	assert_int_equal(policy_action_for(&p, "/home/tester/.pyenv/shims/python3"), POLICY_DENY);
+	assert_int_equal(policy_action_for(&p, "/home/tester/.cache/ccache/x"), POLICY_DENY);
+	assert_int_equal(policy_action_for(&p, "/home/tester/.xdg/x"), POLICY_DENY);
+	assert_int_equal(policy_action_for(&p, "/home/tester/src/pkg/debian/rules"), POLICY_ALLOW);
+	assert_int_equal(policy_action_for(&p, "/home/tester/src/pkg_1.0.orig.tar.gz"), POLICY_READ);
+	assert_int_equal(policy_action_for(&p, "/home/tester/kiln/build/libkiln-trace.so"), POLICY_READ);
+	/* The way to those stays open; nothing else of home does. */
+	assert_true(policy_leads_to_visible(&p, "/home/tester", 12));
+	assert_true(policy_leads_to_visible(&p, "/home/tester/kiln", 17));
+	assert_true(policy_leads_to_visible(&p, "/", 1));
+	assert_false(policy_leads_to_visible(&p, "/home/tester/.pyenv", 19));
+	assert_false(policy_leads_to_visible(&p, "/home/tester/sr", 15));
+	policy_free(&p);
+
+	/* No home, or "/": nothing of it to hide. */
+	policy_init(&p);
+	assert_int_equal(policy_add_chroot(&p, NULL, NULL, err, sizeof err), 0);
+	assert_int_equal(policy_add_chroot(&p, "/", NULL, err, sizeof err), 0);
+	policy_compile(&p);
+	assert_int_equal(policy_action_for(&p, "/home/x"), POLICY_READ);
+	assert_int_equal(policy_action_for(&p, "/usr/local/bin/x"), POLICY_OWNED);
+	policy_free(&p);
+	unsetenv("XDG_CACHE_HOME");
+}
+
 static void policy_file(void **state)
 {
 	(void)state;
@@ -106,11 +157,12 @@ static void policy_file(void **state)
 	policy_init(&p);
 	add(&p, POLICY_ALLOW, "/");
 	const char *f = text_file("# comment\n\nask /opt  # trailing comment\n"
-				   "deny   /opt/with space\nunknown hide\n");
+				   "deny   /opt/with space\nowned /opt/tk\nunknown hide\n");
 	assert_int_equal(policy_load_file(&p, f, err, sizeof err), 0);
 	policy_compile(&p);
 	assert_int_equal(policy_action_for(&p, "/opt/x"), POLICY_ASK);
 	assert_int_equal(policy_action_for(&p, "/opt/with space/y"), POLICY_DENY);
+	assert_int_equal(policy_action_for(&p, "/opt/tk/bin"), POLICY_OWNED);
 	assert_int_equal(policy_action_for(&p, "/srv"), POLICY_ALLOW);
 	assert_int_equal(p.unknown, UNKNOWN_HIDE);
 
@@ -183,6 +235,7 @@ int main(void)
 		cmocka_unit_test(longest_prefix_and_last_rule_win),
 		cmocka_unit_test(prefixes_are_normalised),
 		cmocka_unit_test(defaults_for_debian_builds),
+		cmocka_unit_test(chroot_profile_hides_what_a_chroot_lacks),
 		cmocka_unit_test(policy_file),
 		cmocka_unit_test(policy_file_errors_name_file_and_line),
 		cmocka_unit_test(package_artifacts_only),

@@ -19,6 +19,15 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 #include <utime.h>
+#include <aliases.h>
+#include <grp.h>
+#include <iconv.h>
+#include <netdb.h>
+#include <netinet/ether.h>
+#include <pwd.h>
+#include <rpc/netdb.h>
+#include <shadow.h>
+#include <time.h>
 
 #include "trace/kt.h"
 
@@ -55,9 +64,16 @@ ssize_t __readlinkat_chk(int dirfd, const char *path, char *buf, size_t n, size_
 #define SUN(addr, len, acc)            kt_check_sockaddr((addr), (unsigned)(len), (acc))
 #define NS_ALWAYS                      KT_NS_ALWAYS
 
+/* access(2) and friends only ask: a W_OK is a probe, answered as the
+ * kernel answers a build user who is not root (docs/policy.md). */
 static inline unsigned kt_access_class(int mode)
 {
 	return KILN_A_STAT | ((mode & W_OK) ? KILN_A_WRITE : 0);
+}
+
+static inline unsigned kt_access_qflags(int mode)
+{
+	return (mode & W_OK) ? KILN_Q_PROBE : 0;
 }
 
 static inline unsigned kt_rename_to_class(unsigned flags)
@@ -158,6 +174,41 @@ static inline unsigned kt_rename_to_class(unsigned flags)
 		if (kt_guard)                                                  \
 			return real(path, flags, mode);                        \
 		KT_OPEN_BOUND(name, OPEN, AT_FDCWD, path, flags, mode)         \
+	}
+
+#define KT_HOOK_GLIBC(ret, name, params, args, denial, set)                    \
+	static void *_Atomic kt_real_##name;                                   \
+	KT_EXPORT ret name params                                              \
+	{                                                                      \
+		typedef ret(*kt_fn) params;                                    \
+		kt_fn real = (kt_fn)kt_real(&kt_real_##name, #name);           \
+		if (!real) {                                                   \
+			errno = ENOSYS;                                        \
+			return denial;                                         \
+		}                                                              \
+		struct kt_window kt_w;                                         \
+		if (kt_guard || !kt_data_window(set, &kt_w))                   \
+			return real args;                                      \
+		ret kt_ret = real args;                                        \
+		kt_data_done(set, &kt_w);                                      \
+		return kt_ret;                                                 \
+	}
+
+#define KT_HOOK_GLIBC_VOID(name, params, args, set)                            \
+	static void *_Atomic kt_real_##name;                                   \
+	KT_EXPORT void name params                                             \
+	{                                                                      \
+		typedef void (*kt_fn) params;                                  \
+		kt_fn real = (kt_fn)kt_real(&kt_real_##name, #name);           \
+		if (!real)                                                     \
+			return;                                                \
+		struct kt_window kt_w;                                         \
+		if (kt_guard || !kt_data_window(set, &kt_w)) {                 \
+			real args;                                             \
+			return;                                                \
+		}                                                              \
+		real args;                                                     \
+		kt_data_done(set, &kt_w);                                      \
 	}
 
 #include "trace/hooks/hooks.def"

@@ -141,8 +141,8 @@ KT_EXPORT long syscall(long nr, ...)
 		break;
 	case SYS_faccessat2:
 		kt_enter();
-		err = kt_check((int)a, (const char *)b,
-			       KILN_A_STAT | ((c & W_OK) ? KILN_A_WRITE : 0), 0, (int)d);
+		err = kt_check((int)a, (const char *)b, KILN_A_STAT | ((c & W_OK) ? KILN_A_WRITE : 0),
+			       (c & W_OK) ? KILN_Q_PROBE : 0, (int)d);
 		break;
 	case SYS_renameat2:
 		kt_enter();

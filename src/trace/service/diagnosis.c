@@ -14,6 +14,7 @@
 
 static const char *const rule_group = "(deny rules)";
 static const char *const unknown_group = "(unknown to the registry, policy 'unknown hide')";
+static const char *const unowned_group = "(no package of the closure owns them: 'owned' rules)";
 
 /* ---- naming processes and proofs ---------------------------------------- */
 
@@ -568,7 +569,8 @@ int trace_diagnose(const struct diag_input *in, struct trace_diagnosis *d, FILE 
 			continue;
 		v[n] = (struct item){ t->hidden.slots[i].key, f,
 				      f->reason == SBX_HIDDEN_PKG ? f->pkg
-				      : f->reason == SBX_HIDDEN_RULE ? rule_group : unknown_group };
+				      : f->reason == SBX_HIDDEN_RULE ? rule_group
+				      : f->reason == SBX_HIDDEN_UNOWNED ? unowned_group : unknown_group };
 		n++;
 	}
 	attribute(v, n, in->reg);

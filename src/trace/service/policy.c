@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const action_names[] = { "allow", "read", "ask", "deny" };
+static const char *const action_names[] = { "allow", "read", "ask", "deny", "owned" };
+#define NACTIONS (sizeof action_names / sizeof action_names[0])
 static const char *const unknown_names[] = { "report", "allow", "hide" };
 
 void policy_init(struct policy *p)
@@ -29,18 +30,21 @@ void policy_free(struct policy *p)
 	for (size_t i = 0; i < p->n; i++)
 		free(p->rules[i].prefix);
 	free(p->rules);
+	for (size_t i = 0; i < p->nskeleton; i++)
+		free(p->skeleton[i]);
+	free(p->skeleton);
 	artifacts_free(&p->art);
 	*p = (struct policy){ 0 };
 }
 
 const char *policy_action_name(enum policy_action a)
 {
-	return (unsigned)a < 4 ? action_names[a] : "?";
+	return (unsigned)a < NACTIONS ? action_names[a] : "?";
 }
 
 int policy_parse_action(const char *word, enum policy_action *a)
 {
-	for (int i = 0; i < 4; i++)
+	for (size_t i = 0; i < NACTIONS; i++)
 		if (!strcmp(word, action_names[i])) {
 			*a = (enum policy_action)i;
 			return 0;
@@ -141,7 +145,8 @@ static int add_env_dir(struct policy *p, enum policy_action a, const char *var,
 	return policy_add(p, a, path, err, errlen);
 }
 
-int policy_add_defaults(struct policy *p, const char *build_dir, char *err, size_t errlen)
+int policy_add_defaults(struct policy *p, const char *build_dir, bool user_caches, char *err,
+			size_t errlen)
 {
 	static const struct { enum policy_action a; const char *path; } base[] = {
 		{ POLICY_READ, "/" },
@@ -164,13 +169,71 @@ int policy_add_defaults(struct policy *p, const char *build_dir, char *err, size
 		if (policy_add(p, base[i].a, base[i].path, err, errlen) < 0)
 			return -1;
 	/* The user's cache directories (ccache, pip, ...) and $TMPDIR. */
-	if (add_env_dir(p, POLICY_ALLOW, "HOME", "/.cache", err, errlen) < 0 ||
-	    add_env_dir(p, POLICY_ALLOW, "HOME", "/.ccache", err, errlen) < 0 ||
-	    add_env_dir(p, POLICY_ALLOW, "XDG_CACHE_HOME", "", err, errlen) < 0 ||
-	    add_env_dir(p, POLICY_ALLOW, "CCACHE_DIR", "", err, errlen) < 0 ||
+	if ((user_caches && (add_env_dir(p, POLICY_ALLOW, "HOME", "/.cache", err, errlen) < 0 ||
+			     add_env_dir(p, POLICY_ALLOW, "HOME", "/.ccache", err, errlen) < 0 ||
+			     add_env_dir(p, POLICY_ALLOW, "XDG_CACHE_HOME", "", err, errlen) < 0 ||
+			     add_env_dir(p, POLICY_ALLOW, "CCACHE_DIR", "", err, errlen) < 0)) ||
 	    add_env_dir(p, POLICY_ALLOW, "TMPDIR", "", err, errlen) < 0)
 		return -1;
 	return policy_add(p, POLICY_ALLOW, build_dir, err, errlen);
+}
+
+/* The action of the longest rule covering `path` among the rules added so
+ * far (compiled or not); POLICY_READ when none does. */
+static enum policy_action action_so_far(const struct policy *p, const char *path)
+{
+	const struct policy_rule *best = NULL;
+	for (size_t i = 0; i < p->n; i++) {
+		const struct policy_rule *r = &p->rules[i];
+		if (policy_covers(r, path) &&
+		    (!best || r->len > best->len || (r->len == best->len && r->order > best->order)))
+			best = r;
+	}
+	return best ? best->action : POLICY_READ;
+}
+
+int policy_add_chroot(struct policy *p, const char *home, const char *keep, char *err,
+		      size_t errlen)
+{
+	/* Trees a clean chroot holds only package files in: what no package
+	 * of the closure owns there (a toolkit in /usr/local or /opt, a
+	 * generated locale-archive, an ld.so.conf.d snippet of either) is not
+	 * in the chroot. */
+	static const char *const owned[] = { "/usr/local", "/opt", "/usr/lib/locale",
+					     "/etc/ld.so.conf.d" };
+	for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
+		if (policy_add(p, POLICY_OWNED, owned[i], err, errlen) < 0)
+			return -1;
+	/* What base-files' postinst (Debian 12) makes there with
+	 * install_directory and install_local_dir: every chroot has them. */
+	static const char *const skeleton[] = {
+		"/opt", "/usr/local", "/usr/local/share", "/usr/local/share/man", "/usr/local/bin",
+		"/usr/local/games", "/usr/local/lib", "/usr/local/include", "/usr/local/sbin",
+		"/usr/local/src", "/usr/local/etc", "/usr/local/man",
+	};
+	char **sk = realloc(p->skeleton, (p->nskeleton + sizeof skeleton / sizeof skeleton[0]) *
+					     sizeof *sk);
+	if (!sk) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	p->skeleton = sk;
+	for (size_t i = 0; i < sizeof skeleton / sizeof skeleton[0]; i++)
+		if (!(p->skeleton[p->nskeleton++] = strdup(skeleton[i]))) {
+			p->nskeleton--;
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+	if (!home || home[0] != '/' || !home[strspn(home, "/")])
+		return 0;
+	if (policy_add(p, POLICY_DENY, home, err, errlen) < 0)
+		return -1;
+	const char *needed[] = { p->art.dir, keep };
+	for (size_t i = 0; i < 2; i++)
+		if (needed[i] && needed[i][0] == '/' && action_so_far(p, needed[i]) == POLICY_DENY &&
+		    policy_add(p, POLICY_READ, needed[i], err, errlen) < 0)
+			return -1;
+	return 0;
 }
 
 static char *trim(char *s)
@@ -238,7 +301,7 @@ int policy_load_file(struct policy *p, const char *file, char *err, size_t errle
 				break;
 			}
 		} else {
-			snprintf(err, errlen, "%s:%d: unknown directive '%s' (expected allow, read, ask, deny, unknown, namespaces or clear)",
+			snprintf(err, errlen, "%s:%d: unknown directive '%s' (expected allow, read, ask, owned, deny, unknown, namespaces or clear)",
 				 file, lineno, s);
 			rc = -1;
 			break;
@@ -300,6 +363,26 @@ enum policy_action policy_action_for(const struct policy *p, const char *path)
 {
 	const struct policy_rule *r = policy_match(p, path);
 	return r ? r->action : POLICY_READ;
+}
+
+bool policy_is_skeleton(const struct policy *p, const char *path)
+{
+	for (size_t i = 0; i < p->nskeleton; i++)
+		if (!strcmp(p->skeleton[i], path))
+			return true;
+	return false;
+}
+
+bool policy_leads_to_visible(const struct policy *p, const char *path, size_t len)
+{
+	bool root = len == 1 && path[0] == '/';
+	for (size_t i = 0; i < p->n; i++) {
+		const struct policy_rule *r = &p->rules[i];
+		if (r->action != POLICY_DENY && r->len > len && (root || r->prefix[len] == '/') &&
+		    !memcmp(r->prefix, path, len))
+			return true;
+	}
+	return false;
 }
 
 int policy_set_artifacts(struct policy *p, const char *dir, const char *const *names, size_t n,

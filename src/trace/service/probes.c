@@ -78,6 +78,14 @@ const struct trace_probe trace_probes[] = {
 			      "/usr/share/i18n/*"),
 		.strongest = EV_READ,
 	},
+	{
+		.id = "zone-data",
+		.what = "glibc reads the local time zone (/etc/localtime into /usr/share/zoneinfo, "
+			"tzdata) for any program that prints a local time; every buildd chroot has "
+			"tzdata (Priority: required)",
+		.paths = LIST("/usr/share/zoneinfo", "/usr/share/zoneinfo/*"),
+		.strongest = EV_READ,
+	},
 	{ 0 },
 };
 

@@ -241,6 +241,51 @@ void tracelog_write_verdict(const struct trace_diagnosis *d, const struct report
 	fputc('\n', out);
 }
 
+/* ---- write probes and glibc's own loads (docs/policy.md, docs/glibc-data.md) --- */
+
+/* access(W_OK) outside the writable areas: answered EACCES, nothing written. */
+static void write_probes(FILE *out, const struct tracelog *t, const struct report_style *st)
+{
+	struct item *v = t->probes.n ? sorted(&t->probes) : NULL;
+	if (!v)
+		return;
+	fprintf(out, "  write probes (access W_OK outside the writable areas; answered EACCES, as "
+		     "for a build user who is not root; nothing written): %zu\n", t->probes.n);
+	for (size_t i = 0; i < t->probes.n && i < TEXT_LINES; i++)
+		print_finding(out, t, &v[i]);
+	if (t->probes.n > TEXT_LINES)
+		print_more(out, st, t->probes.n - TEXT_LINES);
+	free(v);
+}
+
+/* Files glibc loads for itself that no hook can hide: kept apart from the
+ * hidden ones, which the build did not get. */
+static void write_unhidden(FILE *out, const struct tracelog *t, const struct report_style *st)
+{
+	struct item *v = t->unhidden.n ? sorted(&t->unhidden) : NULL;
+	if (!v)
+		return;
+	fprintf(out, "  loaded by glibc for itself, not hidden (kiln cannot keep them from it): %zu\n",
+		t->unhidden.n);
+	for (size_t i = 0; i < t->unhidden.n && i < TEXT_LINES; i++) {
+		fputs("    ", out);
+		put_text_cstr(out, v[i].key);
+		fputs(" (", out);
+		put_text_cstr(out, v[i].f->pkg);
+		fputs("): ", out);
+		put_text_cstr(out, v[i].f->via);
+		fputs("\n      first for ", out);
+		if (v[i].f->client < 0)
+			fputs("the build's environment", out);
+		else
+			print_who(out, t, v[i].f->client);
+		fputc('\n', out);
+	}
+	if (t->unhidden.n > TEXT_LINES)
+		print_more(out, st, t->unhidden.n - TEXT_LINES);
+	free(v);
+}
+
 void tracelog_write_text(const struct tracelog *t, const struct trace_diagnosis *d,
 			 const struct report_style *st, FILE *out)
 {
@@ -294,6 +339,8 @@ void tracelog_write_text(const struct tracelog *t, const struct trace_diagnosis 
 		print_finding(out, t, &ref[i]);
 	if (t->refused.n > TEXT_LINES)
 		print_more(out, st, t->refused.n - TEXT_LINES);
+	write_probes(out, t, st);
+	write_unhidden(out, t, st);
 	fprintf(out, "  unknown files (in registry-managed trees, not in the registry; allowed): %zu\n",
 		t->unknown.n);
 	for (size_t i = 0; i < t->unknown.n && i < TEXT_LINES; i++)
@@ -458,6 +505,8 @@ static void json_findings(FILE *f, const struct tracelog *t, const struct item *
 			fputs(",\"rule\":\"deny\"", f);
 		} else if (v[i].f->reason == SBX_HIDDEN_UNKNOWN) {
 			fputs(",\"rule\":\"unknown hide\"", f);
+		} else if (v[i].f->reason == SBX_HIDDEN_UNOWNED) {
+			fputs(",\"rule\":\"owned\"", f);
 		}
 		fputs(",\"access\":", f);
 		json_access(f, v[i].f->access);
@@ -496,7 +545,8 @@ static void json_diagnosis(FILE *f, const struct tracelog *t, const struct trace
 		fputs(i ? ",\n  {\"name\":" : "\n  {\"name\":", f);
 		json_cstr(f, g->name);
 		fprintf(f, ",\"reason\":\"%s\",", g->reason == SBX_HIDDEN_PKG ? "package"
-						   : g->reason == SBX_HIDDEN_RULE ? "deny rule" : "unknown hide");
+						   : g->reason == SBX_HIDDEN_RULE ? "deny rule"
+						   : g->reason == SBX_HIDDEN_UNOWNED ? "owned rule" : "unknown hide");
 		if (g->ev != EV_NONE)
 			fprintf(f, "\"rank\":%zu,\"evidence\":\"%s\",\"harmless\":null,", i + 1,
 				trace_evidence_name(g->ev));
@@ -564,6 +614,29 @@ static void json_diagnosis(FILE *f, const struct tracelog *t, const struct trace
 	fputc('}', f);
 }
 
+/* "write_probes" and "unhidden_glibc_data" of the JSON report. */
+static void json_probes_and_unhidden(FILE *f, const struct tracelog *t, const char *build_dir)
+{
+	struct item *prb = sorted(&t->probes), *unh = sorted(&t->unhidden);
+	fputs(",\n\"write_probes\":", f);
+	json_findings(f, t, prb, prb ? t->probes.n : 0, false, build_dir);
+	fputs(",\n\"unhidden_glibc_data\":[", f);
+	for (size_t i = 0; unh && i < t->unhidden.n; i++) {
+		fputs(i ? ",\n  {\"path\":" : "\n  {\"path\":", f);
+		json_cstr(f, unh[i].key);
+		fputs(",\"package\":", f);
+		json_cstr(f, unh[i].f->pkg);
+		fputs(",\"why\":", f);
+		json_cstr(f, unh[i].f->via);
+		fputc(',', f);
+		json_who(f, t, unh[i].f->client);
+		fputc('}', f);
+	}
+	fputc(']', f);
+	free(prb);
+	free(unh);
+}
+
 int tracelog_write_json(const struct tracelog *t, const struct trace_diagnosis *d, const char *file,
 			char *err, size_t errlen)
 {
@@ -600,6 +673,7 @@ int tracelog_write_json(const struct tracelog *t, const struct trace_diagnosis *
 	json_findings(f, t, ref, t->refused.n, false, build_dir);
 	fputs(",\n\"unknown\":", f);
 	json_findings(f, t, unk, t->unknown.n, false, build_dir);
+	json_probes_and_unhidden(f, t, build_dir);
 	json_diagnosis(f, t, d, build_dir);
 	fputs(",\n\"exec_events\":[", f);
 	for (size_t i = 0; i < t->nevents; i++) {
@@ -622,11 +696,11 @@ int tracelog_write_json(const struct tracelog *t, const struct trace_diagnosis *
 			npkgs++;
 	fprintf(f, "],\n\"totals\":{\"queries\":%lu,\"dir_queries\":%lu,\"entries_hidden\":%lu,"
 		"\"paths\":%zu,\"processes\":%zu,\"connections\":%zu,\"hidden\":%zu,\"hidden_packages\":%zu,"
-		"\"refused_writes\":%zu,\"unknown\":%zu,\"exec_events\":%zu,\"undecidable\":%lu,"
+		"\"refused_writes\":%zu,\"write_probes\":%zu,\"unknown\":%zu,\"exec_events\":%zu,\"undecidable\":%lu,"
 		"\"harmless\":%zu,\"violations\":%lu,\"server_cpu_seconds\":%.3f},\n",
 		t->queries, t->dir_queries, t->entries_hidden, t->paths.n, tracelog_processes(t),
 		t->nclients, t->hidden.n,
-		npkgs, t->refused.n, t->unknown.n, t->nevents, t->failures, d->nharmless_nodes,
+		npkgs, t->refused.n, t->probes.n, t->unknown.n, t->nevents, t->failures, d->nharmless_nodes,
 		d->violations, t->server_cpu);
 	const struct trace_cache_figures *c = &t->cache;
 	fprintf(f, "\"cache\":{\"enabled\":%s,\"hits\":%" PRIu64 ",\"misses\":%" PRIu64

@@ -33,7 +33,13 @@ enum vis {
 	VIS_HIDDEN_PKG,
 	VIS_HIDDEN_RULE,
 	VIS_FAILED,
+	VIS_HIDDEN_UNOWNED, /* owned-tree, no owner in the closure */
 };
+
+static bool vis_hidden(enum vis v)
+{
+	return v == VIS_HIDDEN_PKG || v == VIS_HIDDEN_RULE || v == VIS_HIDDEN_UNOWNED;
+}
 
 #define WALK_MEMO_MAX 262144 /* entries; beyond, walks are not memoised */
 
@@ -77,7 +83,7 @@ static unsigned char *stable_rules(const struct policy *p)
 		return NULL;
 	for (size_t i = p->n; i-- > 0;) {
 		const struct policy_rule *r = &p->rules[i];
-		if (r->action == POLICY_ASK) {
+		if (r->action == POLICY_ASK || r->action == POLICY_OWNED) {
 			st[i] = 1;
 		} else if (r->action != POLICY_ALLOW) {
 			for (size_t j = i + 1; j < p->n; j++)
@@ -127,19 +133,36 @@ void sandbox_free(struct sandbox *s)
 	s->stable_rule = NULL;
 }
 
+static enum vis visibility_by_rule(struct sandbox *s, const struct policy_rule *r, const char *path,
+				   size_t len, char *pkg);
+
 /* Visibility of an existing canonical node under rule r (policy_match of
- * path); pkg receives the owner when hidden by a package. */
+ * path); pkg receives the owner when hidden by a package. A directory on
+ * the way to a more specific rule that shows something stays visible. */
 static enum vis visibility(struct sandbox *s, const struct policy_rule *r, const char *path,
 			   size_t len, char *pkg)
 {
+	enum vis v = visibility_by_rule(s, r, path, len, pkg);
+	if (vis_hidden(v) && policy_leads_to_visible(s->policy, path, len)) {
+		pkg[0] = '\0';
+		return VIS_VISIBLE;
+	}
+	return v;
+}
+
+static enum vis visibility_by_rule(struct sandbox *s, const struct policy_rule *r, const char *path,
+				   size_t len, char *pkg)
+{
 	pkg[0] = '\0';
-	switch (rule_action(r)) {
+	enum policy_action action = rule_action(r);
+	switch (action) {
 	case POLICY_ALLOW:
 	case POLICY_READ:
 		return VIS_VISIBLE;
 	case POLICY_DENY:
 		return VIS_HIDDEN_RULE;
 	case POLICY_ASK:
+	case POLICY_OWNED:
 		break;
 	}
 	struct memo_entry *m = pathtab_get(&s->memo, path, len);
@@ -149,8 +172,12 @@ static enum vis visibility(struct sandbox *s, const struct policy_rule *r, const
 	}
 	s->oracle_calls++;
 	int own = s->oracle.owner(s->oracle.ctx, path, pkg, SBX_PKG_MAX);
-	enum vis v = own == SBX_OWNER_DEP || own == SBX_OWNER_UNMANAGED ? VIS_VISIBLE
+	enum vis v = own == SBX_OWNER_DEP ? VIS_VISIBLE
 		   : own == SBX_OWNER_FOREIGN ? VIS_HIDDEN_PKG
+		   : own < 0 ? VIS_FAILED
+		   : action == POLICY_OWNED ? (policy_is_skeleton(s->policy, path) ? VIS_VISIBLE
+								     : VIS_HIDDEN_UNOWNED)
+		   : own == SBX_OWNER_UNMANAGED ? VIS_VISIBLE
 		   : own == SBX_OWNER_NONE ? VIS_UNKNOWN : VIS_FAILED;
 	if (v == VIS_FAILED)
 		return v; /* not memoised: a later query may succeed */
@@ -280,7 +307,8 @@ static void hide(struct sbx_decision *d, enum vis v, const char *node, const cha
 {
 	d->verdict = KILN_V_HIDE;
 	d->reason = v == VIS_HIDDEN_PKG ? SBX_HIDDEN_PKG
-		  : v == VIS_HIDDEN_RULE ? SBX_HIDDEN_RULE : SBX_HIDDEN_UNKNOWN;
+		  : v == VIS_HIDDEN_RULE ? SBX_HIDDEN_RULE
+		  : v == VIS_HIDDEN_UNOWNED ? SBX_HIDDEN_UNOWNED : SBX_HIDDEN_UNKNOWN;
 	set_str(d->node, sizeof d->node, node);
 	set_str(d->pkg, sizeof d->pkg, pkg);
 }
@@ -402,7 +430,7 @@ static enum walk_outcome walk(struct sandbox *s, pid_t pid, const char *path, bo
 			fail(d, cur);
 			return WALK_FAILED;
 		}
-		if (v == VIS_HIDDEN_PKG || v == VIS_HIDDEN_RULE) {
+		if (vis_hidden(v)) {
 			hide(d, v, cur, pkg);
 			w->vis = v;
 			return WALK_HIDDEN;
@@ -525,6 +553,7 @@ void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned acc
 		    unsigned qflags, struct sbx_decision *d)
 {
 	bool follow_last = !(qflags & KILN_Q_NOFOLLOW);
+	bool probe = qflags & KILN_Q_PROBE;
 
 	d->verdict = KILN_V_ALLOW;
 	d->reason = SBX_OK;
@@ -580,17 +609,20 @@ void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned acc
 	}
 	unsigned writes = access & (KILN_A_WRITE | KILN_A_CREATE | KILN_A_DELETE);
 	/* Creating a name that exists as a directory changes nothing: the kernel
-	 * answers EEXIST (mkdir -p walks every ancestor that way). */
-	if (writes == KILN_A_CREATE && d->exists && w.is_dir)
+	 * answers EEXIST (mkdir -p walks every ancestor that way). A probe of
+	 * a missing name is the kernel's ENOENT. */
+	if ((writes == KILN_A_CREATE && d->exists && w.is_dir) || (probe && !d->exists))
 		writes = 0;
 	if (writes && policy_action_for(s->policy, d->node) != POLICY_ALLOW &&
 	    !policy_is_artifact(s->policy, d->node)) {
 		d->verdict = KILN_V_DENY;
-		d->reason = SBX_WRITE_REFUSED;
+		d->reason = probe ? SBX_WRITE_PROBE : SBX_WRITE_REFUSED;
 	}
 	return;
 
 hidden:
+	if (probe)
+		return; /* access() of an absent name: ENOENT, wherever it is */
 	/* A hidden path answers as an absent one would in the same place
 	 * (docs/policy.md): where writes are refused, a write, create or
 	 * delete is refused whether the name exists or not; and creating a
@@ -636,7 +668,7 @@ bool sandbox_entry_hidden(struct sandbox *s, const char *dir, const char *name)
 		return false;
 	char pkg[SBX_PKG_MAX];
 	enum vis v = visibility(s, policy_match(s->policy, p), p, o + nl, pkg);
-	if (v == VIS_HIDDEN_PKG || v == VIS_HIDDEN_RULE)
+	if (vis_hidden(v))
 		return true;
 	return v == VIS_UNKNOWN && s->policy->unknown == UNKNOWN_HIDE && !S_ISLNK(st.st_mode);
 }

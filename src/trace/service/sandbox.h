@@ -39,6 +39,9 @@ enum sbx_reason {
 	SBX_HIDDEN_UNKNOWN, /* unknown to the registry in an ask-tree, policy "unknown hide" */
 	SBX_WRITE_REFUSED,  /* a write outside the writable areas */
 	SBX_FAILED,         /* could not decide (registry error, path too long): fail closed */
+	SBX_HIDDEN_UNOWNED, /* under an "owned" rule and no package of the closure owns it */
+	SBX_WRITE_PROBE,    /* access(W_OK) of an existing file outside the writable areas:
+			     * EACCES, as for a build user who is not root; nothing written */
 };
 
 struct sbx_decision {
@@ -91,7 +94,11 @@ void sandbox_write_passed(struct sandbox *s, const char *path, unsigned access,
 			  const struct sbx_decision *d);
 
 /* Decides for `path` (absolute) asked by process `pid` (whose /proc/self it
- * means) with access classes `access` and query flags `qflags`. */
+ * means) with access classes `access` and query flags `qflags`. With
+ * KILN_Q_PROBE (access(2) and the like), nothing is written: a hidden path
+ * is ENOENT whatever the access, a missing one is left to the kernel
+ * (ENOENT), and an existing one outside the writable areas is EACCES with
+ * reason SBX_WRITE_PROBE rather than a refused write. */
 void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned access,
 		    unsigned qflags, struct sbx_decision *d);
 

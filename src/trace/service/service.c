@@ -6,11 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "ipc/msg.h"
 
 #define ACCESS_ALL 0x7fu
-#define QFLAGS_ALL ((unsigned)KILN_Q_NOFOLLOW)
+#define QFLAGS_ALL ((unsigned)(KILN_Q_NOFOLLOW | KILN_Q_PROBE))
 #define NAME_MAX_BYTES 255
 
 struct trace_service *trace_service_new(const struct policy *policy, struct sbx_oracle oracle,
@@ -22,6 +23,13 @@ struct trace_service *trace_service_new(const struct policy *policy, struct sbx_
 	sandbox_init(&ts->sbx, policy, oracle);
 	tracelog_init(&ts->log, report_only);
 	ts->report_only = report_only;
+	ts->locale_env = (struct locale_env){ .locale_dir = "/usr/lib/locale",
+					      .alias_file = "/usr/share/locale/locale.alias",
+					      .archive = "/usr/lib/locale/locale-archive" };
+	if (!(ts->locales = locale_plan_cache_new())) {
+		trace_service_free(ts);
+		return NULL;
+	}
 	return ts;
 }
 
@@ -31,6 +39,7 @@ void trace_service_free(struct trace_service *ts)
 		return;
 	sandbox_free(&ts->sbx);
 	tracelog_free(&ts->log);
+	locale_plan_cache_free(ts->locales);
 	free(ts);
 }
 
@@ -157,6 +166,140 @@ static int on_query_dir(struct trace_service *ts, int client, int fd, const char
 	return kiln_msg_send(fd, KILN_MSG_VERDICT_DIR, &v, sizeof v, hidden, q.count, MSG_DONTWAIT);
 }
 
+/* A file a locale plan looks at, as the build would see it; hidden ones are
+ * findings of the asking process (client -1: nobody asked, not recorded). */
+struct data_look {
+	struct trace_service *ts;
+	int client;
+	bool stable;
+	const char *loaded_by_glibc; /* non-NULL: hidden files met are ones glibc loads for
+				      * itself (not hidden), noted with this as why */
+};
+
+static int data_look(void *ctx, const char *path, struct locale_seen *seen)
+{
+	struct data_look *l = ctx;
+	struct trace_service *ts = l->ts;
+	sandbox_decide(&ts->sbx, client_pid(ts, l->client), path, KILN_A_READ, 0, &ts->dec);
+	if (ts->dec.reason == SBX_FAILED)
+		return -1;
+	l->stable &= ts->dec.stable;
+	seen->hidden = ts->dec.verdict == KILN_V_HIDE;
+	seen->exists = seen->hidden || ts->dec.exists;
+	struct stat st;
+	seen->is_dir = seen->exists && !seen->hidden && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+	size_t pl = strlen(path);
+	if (seen->hidden && l->loaded_by_glibc) {
+		/* Only the catalogs: locale.alias is the hooks' to follow. */
+		if (pl > 3 && !strcmp(path + pl - 3, ".mo"))
+			tracelog_unhidden(&ts->log, l->client, path, ts->dec.pkg, l->loaded_by_glibc);
+	}
+	else if (seen->hidden && l->client >= 0)
+		tracelog_seen(&ts->log, l->client, path, KILN_A_READ, &ts->dec);
+	return 0;
+}
+
+int trace_service_look(void *ts, const char *path, struct locale_seen *seen)
+{
+	struct data_look l = { ts, -1, true, NULL };
+	return data_look(&l, path, seen);
+}
+
+void trace_service_libc_messages(struct trace_service *ts, int client, const char *locale)
+{
+	struct data_look l = { ts, client, true, "glibc's own messages (strerror, getopt...) in this "
+						 "locale come from it" };
+	struct locale_env env = ts->locale_env;
+	env.ctx = &l;
+	env.look = data_look;
+	catalog_plan(&env, ts->locales, "/usr/share/locale", "LC_MESSAGES", "libc", locale);
+}
+
+int trace_service_locale_plan(struct trace_service *ts, int client, const char *locpath,
+			      unsigned catmask, const char *name, bool *stable)
+{
+	struct data_look l = { ts, client, true, NULL };
+	struct locale_env env = ts->locale_env;
+	env.ctx = &l;
+	env.look = data_look;
+	int answer = locale_plan(&env, ts->locales, locpath, catmask, name);
+	*stable = l.stable;
+	/* A locale for messages that loads: glibc translates its own messages
+	 * with catalogs no hook can keep from it. */
+	if (answer != KILN_D_ABSENT && (catmask & (1u << 5)))
+		trace_service_libc_messages(ts, client, name);
+	return answer;
+}
+
+int trace_service_catalog_plan(struct trace_service *ts, int client, const char *dirname,
+			       const char *domain, const char *category, const char *languages,
+			       bool *stable)
+{
+	struct data_look l = { ts, client, true, NULL };
+	struct locale_env env = ts->locale_env;
+	env.ctx = &l;
+	env.look = data_look;
+	int answer = catalog_plan(&env, ts->locales, dirname, category, domain, languages);
+	*stable = l.stable;
+	return answer;
+}
+
+/* "DOMAIN\nLC_CATEGORY\nLANGUAGES" of a catalog question, split in place;
+ * -1 if malformed. */
+static int split_catalog(char *b, char **domain, char **category, char **languages)
+{
+	*domain = b;
+	char *nl = strchr(b, '\n');
+	if (!nl || nl == b)
+		return -1;
+	*nl = '\0';
+	*category = nl + 1;
+	if (!(nl = strchr(*category, '\n')) || strncmp(*category, "LC_", 3))
+		return -1;
+	*nl = '\0';
+	*languages = nl + 1;
+	return strchr(*languages, '\n') || strchr(*domain, '/') ? -1 : 0;
+}
+
+static int on_query_data(struct trace_service *ts, int client, int fd, const char *payload, size_t len)
+{
+	struct kiln_query_data q;
+	if (len < sizeof q)
+		return -1;
+	memcpy(&q, payload, sizeof q);
+	size_t blen = len - sizeof q - (q.alen <= len - sizeof q ? q.alen : 0);
+	if ((q.kind != KILN_D_LOCALE && q.kind != KILN_D_CATALOG) || q.alen > len - sizeof q ||
+	    q.alen > KILN_PATH_MAX || blen > KILN_PATH_MAX ||
+	    (q.kind == KILN_D_LOCALE && (!q.arg || (q.arg & ~0x1fbfu))) ||
+	    (q.kind == KILN_D_CATALOG && q.arg != 1))
+		return -1;
+	const char *a = payload + sizeof q, *b = a + q.alen;
+	if (memchr(a, '\0', q.alen + blen))
+		return -1;
+	char as[KILN_PATH_MAX + 1], bs[KILN_PATH_MAX + 1];
+	memcpy(as, a, q.alen);
+	as[q.alen] = '\0';
+	memcpy(bs, b, blen);
+	bs[blen] = '\0';
+	bool stable;
+	int answer;
+	if (q.kind == KILN_D_CATALOG) {
+		char copy[KILN_PATH_MAX + 1], *domain, *category, *languages;
+		memcpy(copy, bs, blen + 1);
+		if (split_catalog(copy, &domain, &category, &languages) < 0)
+			return -1;
+		ts->log.queries++;
+		answer = trace_service_catalog_plan(ts, client, as, domain, category, languages, &stable);
+	} else {
+		ts->log.queries++;
+		answer = trace_service_locale_plan(ts, client, as, q.arg, bs, &stable);
+	}
+	struct kiln_verdict_msg v = { .verdict = ts->report_only ? KILN_D_CLEAN : (uint32_t)answer };
+	if (ts->vc && !ts->report_only && stable)
+		verdict_cache_data(ts->vc, q.kind, q.arg, as, q.alen, bs, blen, (unsigned)answer);
+	return kiln_msg_send(fd, KILN_MSG_VERDICT, &v, sizeof v, NULL, 0, MSG_DONTWAIT);
+}
+
 static int on_event(struct trace_service *ts, int client, const char *payload, size_t len)
 {
 	struct kiln_event_msg e;
@@ -184,6 +327,8 @@ int trace_service_message(void *ctx, int client, int fd, const struct kiln_msg_h
 		return on_query_dir(ts, client, fd, payload, len);
 	case KILN_MSG_EVENT:
 		return on_event(ts, client, payload, len);
+	case KILN_MSG_QUERY_DATA:
+		return on_query_data(ts, client, fd, payload, len);
 	default:
 		return -1;
 	}

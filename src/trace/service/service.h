@@ -10,6 +10,7 @@
 
 #include "ipc/proto.h"
 #include "server/server.h"
+#include "trace/service/locale_plan.h"
 #include "trace/service/sandbox.h"
 #include "trace/service/tracelog.h"
 #include "trace/service/verdict_cache.h"
@@ -19,6 +20,8 @@ struct trace_service {
 	struct tracelog log;
 	bool report_only;
 	struct verdict_cache *vc;  /* the shared verdict cache, or NULL (--no-cache) */
+	struct locale_plan_cache *locales; /* locale.alias and locale-archive, read once */
+	struct locale_env locale_env;      /* where glibc looks (tests point it elsewhere) */
 	struct sbx_decision dec;
 	char path[KILN_PATH_MAX + 1];
 };
@@ -27,6 +30,26 @@ struct trace_service {
 struct trace_service *trace_service_new(const struct policy *policy, struct sbx_oracle oracle,
 					bool report_only);
 void trace_service_free(struct trace_service *ts);
+
+/* The locale plan for `name` (locale_plan.h); hidden files it finds are
+ * findings of `client` (-1: none recorded). *stable: it holds for the run. */
+int trace_service_locale_plan(struct trace_service *ts, int client, const char *locpath,
+			      unsigned catmask, const char *name, bool *stable);
+
+/* The catalog plan of a gettext call (locale_plan.h, catalog_plan); domain
+ * NULL: any domain. */
+int trace_service_catalog_plan(struct trace_service *ts, int client, const char *dirname,
+			       const char *domain, const char *category, const char *languages,
+			       bool *stable);
+
+/* Notes the libc.mo catalogs of packages outside the closure that glibc
+ * would load for its own messages in `locale` (client -1: the build's
+ * environment): no hook can hide them (docs/glibc-data.md). */
+void trace_service_libc_messages(struct trace_service *ts, int client, const char *locale);
+
+/* What the build would see at path (as locale_env.look; ts is the service),
+ * recording nothing. */
+int trace_service_look(void *ts, const char *path, struct locale_seen *seen);
 
 /* The server hooks of the service. */
 struct kiln_service trace_service_hooks(struct trace_service *ts);

@@ -15,21 +15,68 @@
 #include "common/outfile.h"
 #include "server/server.h"
 #include "trace/service/control.h"
+#include "trace/service/data_plans.h"
 #include "trace/service/deps.h"
 #include "trace/service/diagnosis.h"
 #include "trace/service/report.h"
 #include "trace/service/rundir.h"
 #include "trace/service/service.h"
 
-/* "E" and why, or "R" and the trusted libraries (trusted.h). */
-static void say_ready(int fd, const char *err, const char *trusted)
+/* "R" and NAME=VALUE lines for the build's environment (the trusted
+ * libraries, trusted.h; the plans made ahead), or "E" and an error message. */
+static void say_ready(int fd, const char *err, const char *vars)
 {
-	char buf[1200];
-	int n = err ? snprintf(buf, sizeof buf, "E%s", err) : snprintf(buf, sizeof buf, "R%s", trusted);
+	char buf[4096];
+	int n = err ? snprintf(buf, sizeof buf, "E%s", err) : snprintf(buf, sizeof buf, "R%s", vars);
+	if (n < 0 || (size_t)n >= sizeof buf)
+		n = snprintf(buf, sizeof buf, "R"); /* too long: no fast paths, still right */
 	if (write(fd, buf, (size_t)n) < 0) {
 		/* kiln is gone; the lifeline will tell the loop */
 	}
 	close(fd);
+}
+
+/* The plans made before the build starts (docs/glibc-data.md), as the
+ * variables KILN_LOCALES (the names of the build's environment whose
+ * locale plan is CLEAN for every category with LOCPATH unset) and
+ * KILN_CLEAN (data_plans.h), each "NAME=VALUE\n". None under
+ * --report-only, where every plan is CLEAN but the report wants to see each
+ * asking. */
+static void plan_ahead(struct trace_service *ts, const struct trace_server_config *cfg,
+		       char *out, size_t cap)
+{
+	out[0] = '\0';
+	if (cfg->report_only)
+		return;
+	size_t o = (size_t)snprintf(out, cap, "%s=", KILN_ENV_LOCALES), first = o;
+	for (size_t i = 0; i < cfg->nlocales; i++) {
+		const char *name = cfg->locales[i];
+		size_t l = strlen(name);
+		bool stable;
+		if (!l || strchr(name, ':') || strchr(name, '\n') || o + l + 2 > cap / 2 ||
+		    trace_service_locale_plan(ts, -1, "", 0x1fbfu, name, &stable) != KILN_D_CLEAN ||
+		    !stable)
+			continue;
+		o += (size_t)snprintf(out + o, cap - o, "%s%s", o > first ? ":" : "", name);
+	}
+	o += (size_t)snprintf(out + o, cap - o, "\n%s=", KILN_ENV_CLEAN);
+	struct data_where w = data_where_default();
+	o += data_plans_clean(&w, trace_service_look, ts, out + o, cap - o - 1);
+	/* mo:NAME: any domain's catalogs in /usr/share/locale for locale NAME
+	 * (LANGUAGE unset), the gettext hooks' fast path. */
+	for (size_t i = 0; i < cfg->nlocales; i++) {
+		const char *name = cfg->locales[i];
+		bool stable;
+		if (strchr(name, ' ') || strchr(name, '\n') || o + strlen(name) + 6 > cap - 2 ||
+		    trace_service_catalog_plan(ts, -1, "/usr/share/locale", NULL, "LC_MESSAGES", name,
+					       &stable) != KILN_D_CLEAN ||
+		    !stable)
+			continue;
+		o += (size_t)snprintf(out + o, cap - o, "%smo:%s", o ? " " : "", name);
+	}
+	snprintf(out + o, cap - o, "\n");
+	for (size_t i = 0; i < cfg->nlocales; i++)
+		trace_service_libc_messages(ts, -1, cfg->locales[i]);
 }
 
 /* Colours only for a terminal, and not when NO_COLOR is set to anything
@@ -102,9 +149,13 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	}
 	if ((listen_fd = kiln_server_listen(cfg->socket, err, sizeof err)) < 0)
 		goto fail;
-	char trusted[1100];
-	trusted_libs(&ts->sbx, trusted, sizeof trusted);
-	say_ready(ready_fd, NULL, trusted);
+	char vars[4000];
+	int tn = snprintf(vars, sizeof vars, "%s=", KILN_ENV_TRUSTED);
+	trusted_libs(&ts->sbx, vars + tn, 1100);
+	size_t vn = strlen(vars);
+	vn += (size_t)snprintf(vars + vn, sizeof vars - vn, "\n");
+	plan_ahead(ts, cfg, vars + vn, sizeof vars - vn);
+	say_ready(ready_fd, NULL, vars);
 	ready_fd = -1;
 
 	struct kiln_service hooks = trace_service_hooks(ts);

@@ -1,8 +1,9 @@
 /* The trace server process: opens the registry, computes the dependency
  * closure, listens on the run directory's socket, serves the build, and at
  * the end writes the report. `kiln trace` forks it and talks to it through
- * two pipes: `ready` (the server writes "R", or "E" and an error message,
- * then closes it) and the lifeline (kiln writes "pgid N" once the build runs
+ * two pipes: `ready` (the server writes "R" and NAME=VALUE lines for the
+ * build's environment: KILN_LOCALES and KILN_CLEAN, the plans made ahead
+ * (docs/glibc-data.md); or "E" and an error message; then closes it) and the lifeline (kiln writes "pgid N" once the build runs
  * in process group N, and "status N" when the command has ended, then closes
  * it). EOF without a status means kiln is gone: the server then ends the
  * build's processes and removes the run directory itself. */
@@ -34,6 +35,8 @@ struct trace_server_config {
 	const char *cache;           /* the verdict cache map to create, or NULL (--no-cache) */
 	bool stats;                  /* --stats: the cache's figures on stderr at the end */
 	const char *rundir;          /* the private run directory (holds the socket) */
+	const char *const *locales;  /* locale names of the build's environment, planned at start */
+	size_t nlocales;             /* (docs/glibc-data.md, KILN_LOCALES) */
 };
 
 /* Exit statuses of the server process. */

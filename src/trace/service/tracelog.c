@@ -33,7 +33,9 @@ void tracelog_free(struct tracelog *t)
 	pathtab_free(&t->paths, free);
 	pathtab_free(&t->hidden, free_finding);
 	pathtab_free(&t->refused, free_finding);
+	pathtab_free(&t->probes, free_finding);
 	pathtab_free(&t->unknown, free_finding);
+	pathtab_free(&t->unhidden, free_finding);
 	for (size_t i = 0; i < t->nevents; i++)
 		free(t->events[i].path);
 	free(t->events);
@@ -113,6 +115,12 @@ void tracelog_query(struct tracelog *t, int client, const char *path, unsigned a
 		    const struct sbx_decision *d)
 {
 	t->queries++;
+	tracelog_seen(t, client, path, access, d);
+}
+
+void tracelog_seen(struct tracelog *t, int client, const char *path, unsigned access,
+		   const struct sbx_decision *d)
+{
 	bool added;
 	void **slot = pathtab_put(&t->paths, path, strlen(path), &added);
 	if (slot) {
@@ -128,7 +136,8 @@ void tracelog_query(struct tracelog *t, int client, const char *path, unsigned a
 	switch (d->reason) {
 	case SBX_HIDDEN_PKG:
 	case SBX_HIDDEN_RULE:
-	case SBX_HIDDEN_UNKNOWN: {
+	case SBX_HIDDEN_UNKNOWN:
+	case SBX_HIDDEN_UNOWNED: {
 		struct trace_finding *f = record(t, &t->hidden, d->node, client, access, d->reason,
 						 path, d->pkg);
 		if (f)
@@ -138,6 +147,9 @@ void tracelog_query(struct tracelog *t, int client, const char *path, unsigned a
 	case SBX_WRITE_REFUSED:
 		record(t, &t->refused, d->node, client, access, d->reason, path, "");
 		break;
+	case SBX_WRITE_PROBE:
+		record(t, &t->probes, d->node, client, access, d->reason, path, "");
+		break;
 	case SBX_FAILED:
 		t->failures++;
 		break;
@@ -146,6 +158,12 @@ void tracelog_query(struct tracelog *t, int client, const char *path, unsigned a
 	}
 	if (d->unknown)
 		record(t, &t->unknown, d->node, client, access, SBX_OK, path, "");
+}
+
+void tracelog_unhidden(struct tracelog *t, int client, const char *path, const char *pkg,
+		       const char *why)
+{
+	record(t, &t->unhidden, path, client, KILN_A_READ, SBX_OK, why, pkg);
 }
 
 void tracelog_dir(struct tracelog *t, unsigned long entries_hidden)

@@ -71,7 +71,10 @@ struct tracelog {
 	struct pathtab paths;    /* path asked -> struct trace_path */
 	struct pathtab hidden;   /* hidden node -> struct trace_finding */
 	struct pathtab refused;  /* refused path -> struct trace_finding */
+	struct pathtab probes;   /* write probe answered EACCES -> struct trace_finding */
 	struct pathtab unknown;  /* unknown file -> struct trace_finding */
+	struct pathtab unhidden; /* a hidden file glibc loads for itself -> struct trace_finding
+				  * (via: why) */
 	struct trace_event *events;
 	size_t nevents, capevents;
 	unsigned long queries, dir_queries, entries_hidden, failures;
@@ -95,6 +98,15 @@ int tracelog_client(struct tracelog *t, pid_t pid, const char *cmdline, size_t l
 /* Records one query and its decision. */
 void tracelog_query(struct tracelog *t, int client, const char *path, unsigned access,
 		    const struct sbx_decision *d);
+/* Records a decision the server made for a file the build's glibc would
+ * open by itself (a locale plan's hidden candidates): as a query, but not
+ * counted as one. */
+void tracelog_seen(struct tracelog *t, int client, const char *path, unsigned access,
+		   const struct sbx_decision *d);
+/* A file of package pkg, outside the closure, that glibc loads for itself
+ * where no hook can keep it away (docs/glibc-data.md): `why` says what for. */
+void tracelog_unhidden(struct tracelog *t, int client, const char *path, const char *pkg,
+		       const char *why);
 void tracelog_dir(struct tracelog *t, unsigned long entries_hidden);
 void tracelog_event(struct tracelog *t, int client, unsigned kind, const char *path);
 

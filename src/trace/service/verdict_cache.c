@@ -140,7 +140,7 @@ static bool node_clean(const struct policy *p, const char *q, bool last)
 		return false;
 	for (size_t i = 0; i < p->n; i++) {
 		const struct policy_rule *r = &p->rules[i];
-		if ((r->action == POLICY_ASK || r->action == POLICY_DENY) && policy_covers(r, q))
+		if (r->action >= POLICY_ASK && policy_covers(r, q))
 			return false;
 	}
 	return true;
@@ -206,7 +206,7 @@ bool verdict_cache_area_listing(const struct policy *p, const char *dir)
 	/* An entry is hidden only by a hiding or asking rule for it or below. */
 	for (size_t i = 0; i < p->n; i++) {
 		const struct policy_rule *r = &p->rules[i];
-		if ((r->action == POLICY_ASK || r->action == POLICY_DENY) &&
+		if (r->action >= POLICY_ASK &&
 		    (dl == 1 || (r->len > dl && !strncmp(r->prefix, dir, dl) && r->prefix[dl] == '/')))
 			return false;
 	}
@@ -227,6 +227,10 @@ void verdict_cache_query(struct verdict_cache *vc, const char *path, unsigned ac
 	/* Only when the decision just made agrees (it may not: the path has a
 	 * symlink on its way right now). */
 	int area = verdict_cache_area_verdict(vc->policy, path, access);
+	/* A write probe outside the writable areas depends on whether the
+	 * file exists (EACCES or the kernel's ENOENT): asked every time. */
+	if ((qflags & KILN_Q_PROBE) && area != KILN_V_ALLOW)
+		return;
 	if (area >= 0 && (unsigned)area == d->verdict)
 		put(vc, key, klen, vc_value(VC_AREA, (unsigned)area));
 }
@@ -271,6 +275,17 @@ void verdict_cache_listing(struct verdict_cache *vc, const char *dir, const stru
 		p += len;
 	}
 	put(vc, key, vc_key_listing(key, dir, dl), vc_value(VC_STABLE, VC_LIST_ENTRIES));
+}
+
+void verdict_cache_data(struct verdict_cache *vc, unsigned kind, unsigned arg, const char *a,
+			size_t alen, const char *b, size_t blen, unsigned answer)
+{
+	if (vc->stop)
+		return;
+	char key[SHMMAP_MAX_KEY];
+	size_t klen = vc_key_data(key, kind, arg, a, alen, b, blen);
+	if (klen)
+		put(vc, key, klen, vc_value(VC_STABLE, answer));
 }
 
 void verdict_cache_stats(const struct verdict_cache *vc, struct verdict_cache_stats *st)

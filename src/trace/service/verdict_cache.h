@@ -48,6 +48,11 @@ void verdict_cache_query(struct verdict_cache *vc, const char *path, unsigned ac
 void verdict_cache_listing(struct verdict_cache *vc, const char *dir, const struct sbx_decision *d,
 			   const char *entries, size_t count, const unsigned char *hidden);
 
+/* After a QUERY_DATA whose answer holds for the run (every file its plan
+ * looked at is in a registry-managed tree). */
+void verdict_cache_data(struct verdict_cache *vc, unsigned kind, unsigned arg, const char *a,
+			size_t alen, const char *b, size_t blen, unsigned answer);
+
 struct verdict_cache_stats {
 	uint64_t hits, misses, listings; /* summed from the statistics file (untrusted) */
 	uint64_t map_bytes, entries;
