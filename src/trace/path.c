@@ -8,10 +8,37 @@
 #include "trace/kt.h"
 #include "trace/rawsys.h"
 
+/* Length of `s` if it is already clean (no empty or "." component, no
+ * trailing slash; leading slashes skipped by the caller), else -1. Nearly
+ * every path a build asks about is: one tight pass, then one copy. */
+static long clean_length(const char *s)
+{
+	if (s[0] == '.' && (s[1] == '/' || !s[1]))
+		return -1;
+	const char *p = s;
+	for (char ch; (ch = *p); p++)
+		if (ch == '/' && (p[1] == '/' || !p[1] ||
+				  (p[1] == '.' && (p[2] == '/' || !p[2]))))
+			return -1;
+	return p - s;
+}
+
 /* Appends the components of `s` to out[0..len), returns the new length or
  * -ENAMETOOLONG. out always starts with "/". */
 static int append_components(char *out, int len, const char *s)
 {
+	while (*s == '/')
+		s++;
+	long whole = *s ? clean_length(s) : 0;
+	if (whole >= 0) {
+		int need = (len > 1 && whole ? 1 : 0) + (int)whole;
+		if ((long)len + need > (long)KILN_PATH_MAX)
+			return -ENAMETOOLONG;
+		if (len > 1 && whole)
+			out[len++] = '/';
+		memcpy(out + len, s, (size_t)whole);
+		return len + (int)whole;
+	}
 	while (*s) {
 		while (*s == '/')
 			s++;
