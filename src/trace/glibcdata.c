@@ -18,13 +18,13 @@ static const char *const set_names[KT_DATA_NSETS] = {
 };
 
 /* Bit s: set s is clean for this process (planned, or learned). */
-static _Atomic unsigned clean_sets;
-static _Atomic int planned_read;
+static KT_HOT _Atomic unsigned clean_sets;
+static KT_HOT _Atomic int planned_read;
 
 /* The time zone a window last loaded: a 64-bit hash of the TZ value (0:
  * none yet). Two values of TZ in one process that hash alike would make the
  * second one skip its window; with FNV-1a over 64 bits, not a real risk. */
-static _Atomic uint64_t tz_seen;
+static KT_HOT _Atomic uint64_t tz_seen;
 
 static uint64_t tz_hash(const char *tz)
 {

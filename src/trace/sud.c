@@ -57,7 +57,7 @@ struct ksigaction {
 static KT_TLS volatile char selector;
 static KT_TLS int in_window, window_broken, window_hidden;
 static struct ksigaction program_sigsys; /* the disposition ours replaced */
-static _Atomic int unsupported;
+static KT_HOT _Atomic int unsupported;
 
 /* Our handler returns through this, so its rt_sigreturn is never trapped. */
 void kt_sud_restore(void) __attribute__((visibility("hidden")));

@@ -177,7 +177,7 @@ static inline unsigned kt_rename_to_class(unsigned flags)
 	}
 
 #define KT_HOOK_GLIBC(ret, name, params, args, denial, set)                    \
-	static void *_Atomic kt_real_##name;                                   \
+	static KT_HOT void *_Atomic kt_real_##name;                            \
 	KT_EXPORT ret name params                                              \
 	{                                                                      \
 		typedef ret(*kt_fn) params;                                    \
@@ -195,7 +195,7 @@ static inline unsigned kt_rename_to_class(unsigned flags)
 	}
 
 #define KT_HOOK_GLIBC_VOID(name, params, args, set)                            \
-	static void *_Atomic kt_real_##name;                                   \
+	static KT_HOT void *_Atomic kt_real_##name;                            \
 	KT_EXPORT void name params                                             \
 	{                                                                      \
 		typedef void (*kt_fn) params;                                  \

@@ -23,12 +23,12 @@
 #undef dngettext
 
 #define REAL(name, type) ((type)kt_real(&real_##name, #name))
-static void *_Atomic real_gettext, *_Atomic real_dgettext, *_Atomic real_dcgettext,
+static KT_HOT void *_Atomic real_gettext, *_Atomic real_dgettext, *_Atomic real_dcgettext,
 	*_Atomic real_ngettext, *_Atomic real_dngettext, *_Atomic real_dcngettext;
 
 #define MEMO 16
-static _Atomic uint64_t memo[MEMO];
-static _Atomic unsigned memo_next;
+static KT_HOT _Atomic uint64_t memo[MEMO];
+static KT_HOT _Atomic unsigned memo_next;
 
 static uint64_t hash(uint64_t h, const char *s)
 {

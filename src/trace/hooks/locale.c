@@ -18,7 +18,7 @@
 #include "trace/kt.h"
 
 #define REAL(name, type) ((type)kt_real(&real_##name, #name))
-static void *_Atomic real_setlocale, *_Atomic real_newlocale, *_Atomic real___newlocale;
+static KT_HOT void *_Atomic real_setlocale, *_Atomic real_newlocale, *_Atomic real___newlocale;
 
 #define NCATS 13 /* __LC_LAST */
 #define ALL_CATS (((1u << NCATS) - 1) & ~(1u << LC_ALL))
@@ -34,23 +34,48 @@ static bool present(const char *s)
 	return s && s[0];
 }
 
-/* What "" stands for, category by category, read from the environment
- * once per call: LC_ALL, else LC_<category>, else LANG, else C. */
+/* What "" stands for, category by category: LC_ALL, else LC_<category>,
+ * else LANG, else C. The environment is read in one pass per call (a
+ * getenv per category scanned it thirteen times in every program's
+ * setlocale(LC_ALL, "")). */
 struct env_names {
-	const char *all, *lang;
+	const char *cat[NCATS], *lang;
 	bool read;
 };
 
+extern char **environ;
+
+static void read_environment(struct env_names *en)
+{
+	for (int c = 0; c < NCATS; c++)
+		en->cat[c] = NULL;
+	en->lang = NULL;
+	for (char **e = environ; e && *e; e++) {
+		const char *v = *e;
+		if (v[0] == 'L' && v[1] == 'A' && !strncmp(v, "LANG=", 5)) {
+			if (!en->lang)
+				en->lang = v + 5; /* the first, as getenv finds it */
+			continue;
+		}
+		if (v[0] != 'L' || v[1] != 'C' || v[2] != '_')
+			continue;
+		const char *eq = strchr(v, '=');
+		for (int c = 0; eq && c < NCATS; c++) {
+			size_t n = strlen(kt_lc_names[c]);
+			if ((size_t)(eq - v) == n && !memcmp(v, kt_lc_names[c], n) && !en->cat[c])
+				en->cat[c] = eq + 1; /* the first, as getenv finds it */
+		}
+	}
+	en->read = true;
+}
+
 static const char *from_environment(struct env_names *en, int cat)
 {
-	if (!en->read) {
-		en->all = getenv("LC_ALL");
-		en->lang = getenv("LANG");
-		en->read = true;
-	}
-	if (present(en->all))
-		return en->all;
-	const char *v = getenv(kt_lc_names[cat]);
+	if (!en->read)
+		read_environment(en);
+	if (present(en->cat[LC_ALL]))
+		return en->cat[LC_ALL];
+	const char *v = en->cat[cat];
 	return present(v) ? v : present(en->lang) ? en->lang : "C";
 }
 
@@ -85,6 +110,32 @@ static int split(const char *name, unsigned mask, char *buf, const char *names[N
 	return (mask & ~given) ? -1 : 0;
 }
 
+static int plan(unsigned mask, const char *names[NCATS]);
+
+/* A composite name ("LC_CTYPE=x;LC_NUMERIC=y;..."): its own frame, so the
+ * common call keeps COMPOSITE_MAX bytes off the stack. -1: glibc refuses
+ * it without loading anything. */
+static __attribute__((noinline)) int plan_composite(const char *name, unsigned mask)
+{
+	char buf[COMPOSITE_MAX];
+	const char *names[NCATS];
+	if (split(name, mask, buf, names) < 0)
+		return -1;
+	return plan(mask, names);
+}
+
+/* The plan for `name` over the categories of `mask` (a composite name only
+ * where `composite` allows one), or -1 (left to glibc). */
+static int plan_name(const char *name, unsigned mask, bool composite)
+{
+	if (composite && strchr(name, ';'))
+		return plan_composite(name, mask);
+	const char *names[NCATS];
+	for (int c = 0; c < NCATS; c++)
+		names[c] = name;
+	return plan(mask, names);
+}
+
 static bool builtin(const char *n)
 {
 	return !strcmp(n, "C") || !strcmp(n, "POSIX");
@@ -114,15 +165,19 @@ static int plan(unsigned mask, const char *names[NCATS])
 	const char *locpath = getenv("LOCPATH");
 	if (!present(locpath))
 		locpath = "";
-	struct env_names en = { 0 };
+	struct env_names en = { .read = false };
 	int worst = KILN_D_CLEAN;
 	unsigned done = 0;
+	const char *known_clean = NULL; /* the last name found clean by the plan made ahead */
 	for (int c = 0; c < NCATS; c++) {
 		if (!(mask & (1u << c) & ~done))
 			continue;
 		if (!names[c][0])
 			names[c] = from_environment(&en, c);
-		if (builtin(names[c]) || (!locpath[0] && planned_clean(names[c]))) {
+		if (builtin(names[c]) || (known_clean && !strcmp(known_clean, names[c])) ||
+		    (!locpath[0] && planned_clean(names[c]))) {
+			if (!builtin(names[c]))
+				known_clean = names[c];
 			done |= 1u << c;
 			continue;
 		}
@@ -192,13 +247,13 @@ KT_EXPORT char *setlocale(int cat, const char *name)
 	const char *cur = real(cat, NULL);
 	if (cur && !strcmp(cur, name))
 		return real(cat, name);
-	char buf[COMPOSITE_MAX];
-	const char *names[NCATS];
 	unsigned mask = cat == LC_ALL ? ALL_CATS : 1u << cat;
-	if (cat == LC_ALL ? split(name, mask, buf, names) < 0 : (names[cat] = name, 0))
-		return real(cat, name);
 	kt_enter();
-	int a = plan(mask, names);
+	int a = plan_name(name, mask, cat == LC_ALL);
+	if (a < 0) {
+		kt_leave();
+		return real(cat, name);
+	}
 	struct set_call c = { real, cat, name, NULL };
 	run_planned(a, run_set, &c);
 	kt_leave();
@@ -226,12 +281,12 @@ static locale_t new_checked(locale_t (*real)(int, const char *, locale_t), int m
 	unsigned cats = mask == 1 << LC_ALL ? ALL_CATS : (unsigned)mask;
 	if (mask < 0 || (cats & ~ALL_CATS))
 		return real(mask, name, base); /* EINVAL, from glibc */
-	char buf[COMPOSITE_MAX];
-	const char *names[NCATS];
-	if (split(name, cats, buf, names) < 0)
-		return real(mask, name, base);
 	kt_enter();
-	int a = plan(cats, names);
+	int a = plan_name(name, cats, true);
+	if (a < 0) {
+		kt_leave();
+		return real(mask, name, base);
+	}
 	struct new_call c = { real, mask, name, base, (locale_t)0 };
 	run_planned(a, run_new, &c);
 	kt_leave();
