@@ -13,9 +13,13 @@
  * the same moment a round trip would have had the server look; otherwise the
  * server is asked.
  *
+ * A name with no verdict of its own, in a directory whose 'S' value gives
+ * every name there the AREA verdict ALLOW (a fresh temporary file), is
+ * answered the same way once the access is written into the access log.
+ *
  * Statistics go to a separate, client-writable file (per-pid-shard counters
  * and a pid bitmap): relaxed atomic adds on a cache line shared only with
- * the processes of the same shard. */
+ * the processes of the same shard. The access log is in the same file. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -37,6 +41,8 @@ static KT_HOT struct shmmap map;
 static KT_HOT struct vc_counters *ctr;
 static KT_HOT uint64_t *pid_bits;
 static KT_HOT uint64_t pid_words;
+static KT_HOT struct vc_log_slot *log_slots;
+static KT_HOT uint64_t log_nslots;
 static KT_HOT _Atomic int shard;
 static KT_HOT _Atomic int no_openat2;
 static KT_HOT _Atomic int mark_pending; /* a forked child not yet counted as a process */
@@ -99,6 +105,13 @@ static void attach_counters(const char *path)
 	uint64_t words = __atomic_load_n(&c->pid_words, __ATOMIC_RELAXED);
 	pid_words = words < room ? words : room;
 	pid_bits = (uint64_t *)(c + 1);
+	uint64_t off = __atomic_load_n(&c->log_off, __ATOMIC_RELAXED);
+	uint64_t ns = __atomic_load_n(&c->log_slots, __ATOMIC_RELAXED);
+	if (off >= vc_counters_size(pid_words) && off % 8 == 0 && off <= (uint64_t)st.st_size &&
+	    ns <= ((uint64_t)st.st_size - off) / VC_LOG_SLOT) {
+		log_slots = (struct vc_log_slot *)(addr + (long)off);
+		log_nslots = ns;
+	}
 	ctr = c;
 	mark_pid(kt_getpid());
 }
@@ -217,6 +230,58 @@ int kt_no_symlinks(const char *path, int nofollow)
 	return fd == -ENOENT;
 }
 
+/* Writes the access into a slot of the access log: 0 when there is none
+ * free (or no log), and the caller asks the server instead. */
+static int log_access(const char *path, size_t plen, unsigned access, unsigned qflags)
+{
+	struct vc_counters *c = ctr;
+	if (!c || !log_slots || plen + 1 > VC_LOG_PATH)
+		return 0;
+	if (__atomic_load_n(&c->log_next, __ATOMIC_RELAXED) >= log_nslots)
+		return 0;
+	uint64_t i = __atomic_fetch_add(&c->log_next, 1, __ATOMIC_RELAXED);
+	if (i >= log_nslots)
+		return 0;
+	struct vc_log_slot *s = &log_slots[i];
+	memcpy(s->path, path, plen);
+	s->path[plen] = '\0';
+	s->pid = kt_getpid();
+	__atomic_store_n(&s->commit, vc_log_commit(access, qflags), __ATOMIC_RELEASE);
+	return 1;
+}
+
+/* The 'S' value of the path's directory: every name there is allowed by the
+ * area rule, if the path has no symlink on its way (checked here, always:
+ * a later ELOOP of a bound open would log a verdict the server then
+ * contradicts). abs holds the path's 'V' key: its directory's 'S' key is
+ * built in place over the name's first bytes, which are put back. */
+static int names_ask(struct shmmap *m, char *abs, size_t plen, unsigned access, unsigned qflags,
+		     int bind, unsigned *how)
+{
+	if (!log_slots)
+		return 0;
+	size_t dl = plen;
+	while (dl && abs[dl - 1] != '/')
+		dl--;
+	if (dl < 2 || dl == plen)
+		return 0; /* a name in / itself, or no name */
+	dl--;         /* the directory, without the slash */
+	char save[4];
+	memcpy(save, abs + dl, 4);
+	size_t klen = vc_key_names(abs, abs, dl, access, qflags);
+	uint64_t v;
+	unsigned kind, ans;
+	int found = klen && shmmap_lookup(m, abs, klen, &v) && vc_parse(v, &kind, &ans) &&
+		    kind == VC_AREA && ans == KILN_V_ALLOW;
+	memcpy(abs + dl, save, 4);
+	abs[plen] = '\0';
+	if (!found || !kt_no_symlinks(abs, (qflags & KILN_Q_NOFOLLOW) != 0) ||
+	    !log_access(abs, plen, access, qflags))
+		return 0;
+	*how = bind ? KILN_BIND_NO_SYMLINKS : KILN_BIND_ANY;
+	return 1;
+}
+
 int kt_cache_ask(char *abs, size_t plen, unsigned access, unsigned qflags, int bind, int *verdict,
 		 unsigned *how)
 {
@@ -227,8 +292,14 @@ int kt_cache_ask(char *abs, size_t plen, unsigned access, unsigned qflags, int b
 	size_t klen = vc_key_verdict(abs, abs, plen, access, qflags);
 	uint64_t v;
 	unsigned kind, ans;
-	if (!klen || !shmmap_lookup(m, abs, klen, &v) || !vc_parse(v, &kind, &ans) ||
-	    ans > KILN_V_DENY)
+	if (!klen)
+		goto miss;
+	if (!shmmap_lookup(m, abs, klen, &v)) {
+		if (names_ask(m, abs, plen, access, qflags, bind, how))
+			goto hit_allow;
+		goto miss;
+	}
+	if (!vc_parse(v, &kind, &ans) || ans > KILN_V_DENY)
 		goto miss;
 	*how = KILN_BIND_ANY;
 	if (kind == VC_AREA) {
@@ -241,6 +312,10 @@ int kt_cache_ask(char *abs, size_t plen, unsigned access, unsigned qflags, int b
 	}
 	count(1, 0);
 	*verdict = (int)ans;
+	return 1;
+hit_allow:
+	count(1, 0);
+	*verdict = KILN_V_ALLOW;
 	return 1;
 miss:
 	count(0, 0);

@@ -8,6 +8,8 @@
  *   path \0 'V' access qflags      a verdict for kiln_ask
  *   dir  \0 'D'                    how a listing of dir is filtered
  *   dir  \0 'E' name               whether entry `name` of dir is hidden
+ *   dir  \0 'S' access qflags      the AREA verdict of every name directly in
+ *                                  dir (a fresh temporary file's first asking)
  * plus one marker key naming the format, and the plans of glibc's own data
  * loads (kiln_ask_data), whose keys start with a NUL byte (no path does):
  *   \0 'G' kind arg(4 bytes) a \0 b    an enum kiln_data_answer */
@@ -86,6 +88,21 @@ static inline size_t vc_key_dir(char *out, const char *dir, size_t dlen, char le
 	return dlen + 2;
 }
 
+/* The 'S' key: dir \0 'S' access qflags. */
+static inline size_t vc_key_names(char *out, const char *dir, size_t dlen, unsigned access,
+				  unsigned qflags)
+{
+	if (dlen + 4 > SHMMAP_MAX_KEY)
+		return 0;
+	if (out != dir)
+		memcpy(out, dir, dlen);
+	out[dlen] = '\0';
+	out[dlen + 1] = 'S';
+	out[dlen + 2] = (char)(access & 0xff);
+	out[dlen + 3] = (char)(qflags & 0xff);
+	return dlen + 4;
+}
+
 static inline size_t vc_key_listing(char *out, const char *dir, size_t dlen)
 {
 	return vc_key_dir(out, dir, dlen, 'D');
@@ -143,7 +160,10 @@ struct vc_shard {
 struct vc_counters {
 	uint64_t magic;
 	uint64_t pid_words;    /* 64-bit words of pid bitmap after the shards */
-	uint64_t pad[6];
+	uint64_t log_off;      /* byte offset of the access log's slots in the file */
+	uint64_t log_slots;    /* how many */
+	uint64_t log_next;     /* the next free slot (clients fetch_add it) */
+	uint64_t pad[3];
 	struct vc_shard shard[VC_SHARDS];
 	/* uint64_t pid_bits[pid_words] follows */
 };
@@ -153,6 +173,40 @@ _Static_assert(sizeof(struct vc_counters) == 4096, "header and shards: one page"
 static inline size_t vc_counters_size(uint64_t pid_words)
 {
 	return sizeof(struct vc_counters) + pid_words * sizeof(uint64_t);
+}
+
+/* ---- the access log ----------------------------------------------------------
+ *
+ * A path answered by an 'S' value never reached the server; so that the
+ * report's path list and --log still name it, the client writes it into a
+ * slot of the access log, after the pid bitmap in the statistics file:
+ * slot = fetch_add(log_next), path and pid, then the commit word (release).
+ * No free slot, or a path too long for one: the client asks the server
+ * instead. The server reads the committed slots after the build and
+ * believes a slot only if its own map holds the 'S' value it claims. */
+#define VC_LOG_SLOT   256u
+#define VC_LOG_PATH   (VC_LOG_SLOT - 8u) /* path bytes, NUL included */
+#define VC_LOG_SLOTS  65536u             /* 16 MiB of sparse file; pages are touched as used */
+#define VC_LOG_MAGIC  0x4c4bu            /* "KL": commit word's top 16 bits */
+
+struct vc_log_slot {
+	uint32_t commit; /* VC_LOG_MAGIC << 16 | access << 8 | qflags, written last */
+	int32_t pid;
+	char path[VC_LOG_PATH];
+};
+
+_Static_assert(sizeof(struct vc_log_slot) == VC_LOG_SLOT, "one slot");
+
+static inline uint32_t vc_log_commit(unsigned access, unsigned qflags)
+{
+	return (VC_LOG_MAGIC << 16) | ((access & 0xff) << 8) | (qflags & 0xff);
+}
+
+/* Where the log's slots start for a file with pid_words of bitmap: the
+ * next page boundary. */
+static inline size_t vc_log_offset(uint64_t pid_words)
+{
+	return (vc_counters_size(pid_words) + 4095) & ~(size_t)4095;
 }
 
 #endif

@@ -117,8 +117,12 @@ def test_global_proc_files_hit_per_process_ones_ask(world, kiln_bin, trace_cache
 def test_same_report_and_log_in_both_modes(world, kiln_bin):
     b, inc = world.build, world.inc
     (b / "x.h").write_text("mine\n")
+    (b / "obj").mkdir()
+    # obj/ has no rule below it: the fresh names made there after the first
+    # are answered from its 'S' values and written to the access log
     script = (f"for i in 1 2 3; do cat {inc}/dep.h {inc}/foo.h {inc}/stray.h x.h; ls {inc} {b}; "
-              f"touch {inc}/new.h out.o; done; true")
+              f"touch {inc}/new.h out.o; for j in 1 2 3; do echo $i > obj/t$i$j.o; "
+              f"cat obj/t$i$j.o >/dev/null; rm obj/t$i$j.o; done; done; true")
     reports = []
     for mode in ([], ["--no-cache"]):
         r = traced_sh(kiln_bin, world, script, *mode, "--json", "-o", b / "r.json", "--log", b / "r.log")
@@ -138,6 +142,31 @@ def test_same_report_and_log_in_both_modes(world, kiln_bin):
     assert strip(a[1]) == strip(n[1]) and a[1]
     assert strip(a[2]) == strip(n[2]) and a[2]
     assert a[3:] == n[3:]
+
+
+def test_fresh_temporary_files_cost_no_round_trip(world, kiln_bin, trace_cached):
+    """Compilers make randomly named temporary files: each is a name never
+    asked before. After the first in a directory with no rule below it,
+    they are answered without the server and still reach the access log."""
+    b = world.build
+    (b / "tmp").mkdir()
+    rts = {}
+    for n in (5, 30):
+        script = (f"for i in $(seq {n}); do sh -c 'f=tmp/cc$$.s; echo x > $f; cat $f >/dev/null; "
+                  "rm $f'; done")
+        r = traced_sh(kiln_bin, world, script, "--json", "-o", b / "r.json", "--log", b / "r.log")
+        assert r.returncode == 0, r.stderr
+        made = [line for line in (b / "r.log").read_text().splitlines() if "/tmp/cc" in line]
+        assert len(made) == n, made   # one line per file, its classes merged
+        assert all(line.split()[1] == "allow" for line in made), made
+        assert len({line.split()[0] for line in made}) == 1, made
+        rts[n] = cache_json(b / "r.json")["cache"]["round_trips"]
+    if trace_cached:
+        # only the first file of each access class asks (the rest of the
+        # round trips are the programs' PATH searches: the same in both runs)
+        assert rts[30] - rts[5] <= 2, rts
+    else:
+        assert rts[30] - rts[5] >= 25 * 4, rts
 
 
 def test_first_reached_by_names_the_first_asker(world, kiln_bin, trace_cached):
@@ -172,10 +201,16 @@ def test_build_dir_path_that_becomes_a_symlink_stays_hidden(world, kiln_bin, hel
               f"rm x.h; ln -s {inc}/foo.h x.h; rm -r sub; ln -s {lib}/foo-plugins sub; "
               f"cat x.h || echo HIDDEN-1; cat sub/cache.bin || echo HIDDEN-2; "
               f"cat {b}/./x.h || echo HIDDEN-3; ls sub/ || echo HIDDEN-4; "
-              f"rm x.h; echo again > x.h; cat x.h")
+              f"rm x.h; echo again > x.h; cat x.h; "
+              # obj/ gets 'S' values from one.o; fresh names there that are
+              # symlinks, or lie below one, are still hidden
+              f"mkdir obj; echo one > obj/one.o; cat obj/one.o; ln -s {inc}/foo.h obj/fresh.h; "
+              f"cat obj/fresh.h || echo HIDDEN-5; ln -s {lib}/foo-plugins obj/d; "
+              f"cat obj/d/cache.bin || echo HIDDEN-6; ls obj/d/ || echo HIDDEN-7")
     r = traced_sh(kiln_bin, world, script)
     assert r.stdout.splitlines() == ["mine", "mine", "mine", "mine", "HIDDEN-1", "HIDDEN-2",
-                                     "HIDDEN-3", "HIDDEN-4", "again"], r.stdout + r.stderr
+                                     "HIDDEN-3", "HIDDEN-4", "again", "one", "HIDDEN-5",
+                                     "HIDDEN-6", "HIDDEN-7"], r.stdout + r.stderr
 
 
 def test_managed_tree_answers_and_listings_from_the_cache(world, kiln_bin, helper, trace_cached):
@@ -339,7 +374,7 @@ def test_chaos_killed_clients_leave_a_valid_map_of_fresh_answers(world, kiln_bin
                    env=dict(os.environ, KILN_TRACE_NO_MEMO="1"))
     try:
         c = tp.Client(t.socket).handshake()
-        checked = 0
+        checked = names_checked = 0
         for value, key in entries:
             if key.startswith(b"\0kiln-verdict-cache"):
                 continue   # the format marker
@@ -358,6 +393,16 @@ def test_chaos_killed_clients_leave_a_valid_map_of_fresh_answers(world, kiln_bin
                 assert c.ask(path, access, qflags) == answer, (path, access, qflags, kind)
             elif rest[:1] == b"E":
                 assert c.ask_dir(path, [rest[1:].decode()]) == [answer], (path, rest)
+            elif rest[:1] == b"S":
+                # every name in the directory, and one that never existed:
+                # the fresh server gives each (no symlink on its way) the answer
+                access, qflags = rest[1], rest[2]
+                assert kind == 2 and answer == tp.ALLOW, (path, kind, answer)
+                names = [n for n in (os.listdir(path) if os.path.isdir(path) else [])
+                         if not os.path.islink(os.path.join(path, n))]
+                for n in names + ["never-made.o"]:
+                    assert c.ask(f"{path}/{n}", access, qflags) == answer, (path, n, access)
+                names_checked += 1
             else:
                 assert rest == b"D", key
                 names = sorted(os.listdir(path))
@@ -368,5 +413,6 @@ def test_chaos_killed_clients_leave_a_valid_map_of_fresh_answers(world, kiln_bin
                     assert set(fresh) <= {0}, (path, kind)
             checked += 1
         assert checked == len(entries) - 1
+        assert names_checked > 0   # src/ and missing/ get 'S' values
     finally:
         t.finish()

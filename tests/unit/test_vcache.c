@@ -69,6 +69,15 @@ static int client_ask(const char *path, unsigned access, unsigned qflags, int *v
 	return r;
 }
 
+/* Whether the server put a 'V' value for the path itself. */
+static bool map_has_verdict(const char *path, unsigned access, unsigned qflags)
+{
+	char key[SHMMAP_MAX_KEY];
+	uint64_t v;
+	size_t klen = vc_key_verdict(key, path, strlen(path), access, qflags);
+	return klen && shmmap_lookup(&vc.map, key, klen, &v);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -219,10 +228,86 @@ static void test_area_verdicts_need_a_symlink_free_path(void **state)
 	assert_int_equal(unlink(at("/build/sub")), 0);
 	assert_int_equal(rename(at("/build/sub.old"), at("/build/sub")), 0);
 	touch("/build/sub/foreign.h");
-	assert_int_equal(client_ask(at("/build/sub/foreign.h"), KILN_A_READ, 0, &v), 0);
+	assert_false(map_has_verdict(at("/build/sub/foreign.h"), KILN_A_READ, 0));
 	assert_int_equal(client_ask(at("/build/sub/g.c"), KILN_A_READ, 0, &v), 1);
 	assert_int_equal(unlink(at("/build/f.c")), 0);
 	touch("/build/f.c");
+}
+
+struct logged {
+	char paths[8][PATH_MAX + 64];
+	unsigned access[8];
+	size_t n;
+};
+
+static void collect(void *ctx, pid_t pid, const char *path, unsigned access)
+{
+	struct logged *l = ctx;
+	assert_int_equal(pid, getpid());
+	assert_true(l->n < 8);
+	snprintf(l->paths[l->n], sizeof l->paths[0], "%s", path);
+	l->access[l->n++] = access;
+}
+
+/* Writes a slot into the access log as a (hostile) client could. */
+static void forge(const char *path, uint32_t commit, bool terminate)
+{
+	struct vc_log_slot *slots = (struct vc_log_slot *)((char *)vc.ctr + vc.log_off);
+	uint64_t i = __atomic_fetch_add(&vc.ctr->log_next, 1, __ATOMIC_RELAXED);
+	memset(slots[i].path, 'x', sizeof slots[i].path);
+	memcpy(slots[i].path, path, strlen(path) + terminate);
+	slots[i].pid = getpid();
+	slots[i].commit = commit;
+}
+
+static void test_fresh_names_in_an_area_directory(void **state)
+{
+	(void)state;
+	int v = -1;
+	/* which directories qualify: none with a rule for a name in it, none
+	 * in /proc */
+	assert_true(verdict_cache_area_names(&pol, at("/build/sub")));
+	assert_true(verdict_cache_area_names(&pol, "/var/cache"));
+	assert_true(verdict_cache_area_names(&pol, "/var/tmp")); /* its rules lie two levels down */
+	assert_false(verdict_cache_area_names(&pol, btop));      /* a rule for a name in it */
+	assert_false(verdict_cache_area_names(&pol, at("/build")));   /* deny below */
+	assert_false(verdict_cache_area_names(&pol, at("/managed"))); /* ask-tree */
+	assert_false(verdict_cache_area_names(&pol, "/"));
+	assert_false(verdict_cache_area_names(&pol, "/proc"));
+	assert_false(verdict_cache_area_names(&pol, "/proc/1"));
+	assert_false(verdict_cache_area_names(&pol, "/proc/sys"));
+	assert_false(verdict_cache_area_names(&pol, "/var/../usr"));
+	/* g.c's area answer gave build/sub an 'S' value for reads: a name never
+	 * asked is answered and logged; another access class is not; nor is a
+	 * name one directory further down, or in /build (rule below) */
+	mkdir(at("/build/sub/deeper"), 0700);
+	assert_int_equal(client_ask(at("/build/sub/fresh.o"), KILN_A_READ, 0, &v), 1);
+	assert_int_equal(v, KILN_V_ALLOW);
+	assert_int_equal(client_ask(at("/build/sub/fresh.o"), KILN_A_WRITE | KILN_A_CREATE, 0, &v), 0);
+	assert_int_equal(client_ask(at("/build/sub/deeper/x.o"), KILN_A_READ, 0, &v), 0);
+	assert_int_equal(client_ask(at("/build/fresh.o"), KILN_A_READ, 0, &v), 0);
+	/* a fresh name that is a symlink to a hidden file, or below a
+	 * symlinked directory: the server is asked */
+	assert_int_equal(symlink(at("/managed/foreign.h"), at("/build/sub/link.h")), 0);
+	assert_int_equal(client_ask(at("/build/sub/link.h"), KILN_A_READ, 0, &v), 0);
+	assert_int_equal(server_ask(at("/build/sub/link.h"), KILN_A_READ, 0), KILN_V_HIDE);
+	assert_int_equal(client_ask(at("/build/sub/link.h"), KILN_A_READ, 0, &v), 0);
+	assert_int_equal(unlink(at("/build/sub/link.h")), 0);
+	/* forged slots: no 'S' value for /build, not lexically clean, not
+	 * terminated, not committed; then one believed like a client's */
+	forge(at("/build/f.c"), vc_log_commit(KILN_A_READ, 0), true);
+	forge(at("/build/sub/../f.c"), vc_log_commit(KILN_A_READ, 0), true);
+	forge(at("/build/sub/a"), vc_log_commit(KILN_A_READ, 0), false);
+	forge(at("/build/sub/b"), 0, true);
+	forge(at("/build/sub/c"), vc_log_commit(KILN_A_WRITE, 0), true); /* no 'S' for writes */
+	forge(at("/build/sub/d"), vc_log_commit(KILN_A_READ, 0), true);
+	struct logged l = { .n = 0 };
+	assert_int_equal(verdict_cache_read_log(&vc, collect, &l), 2);
+	assert_int_equal(l.n, 2);
+	assert_string_equal(l.paths[0], at("/build/sub/fresh.o"));
+	assert_int_equal(l.access[0], KILN_A_READ);
+	assert_string_equal(l.paths[1], at("/build/sub/d"));
+	assert_int_equal(rmdir(at("/build/sub/deeper")), 0);
 }
 
 static void test_listings(void **state)
@@ -269,8 +354,8 @@ static void test_counters_and_pids(void **state)
 	(void)state;
 	struct verdict_cache_stats st;
 	verdict_cache_stats(&vc, &st);
-	assert_int_equal(st.hits, 9);
-	assert_int_equal(st.misses, 9);
+	assert_int_equal(st.hits, 10);
+	assert_int_equal(st.misses, 13);
 	assert_int_equal(st.listings, 2);
 	assert_true(st.entries >= 10);
 	assert_true(st.map_bytes >= 1 << 20);
@@ -304,6 +389,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_area_rules),
 		cmocka_unit_test(test_stable_verdicts),
 		cmocka_unit_test(test_area_verdicts_need_a_symlink_free_path),
+		cmocka_unit_test(test_fresh_names_in_an_area_directory),
 		cmocka_unit_test(test_listings),
 		cmocka_unit_test(test_counters_and_pids),
 	};

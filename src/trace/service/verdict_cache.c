@@ -30,7 +30,8 @@ static uint64_t pid_words(void)
 static int create_counters(struct verdict_cache *vc, const char *path, char *err, size_t errlen)
 {
 	uint64_t words = pid_words();
-	size_t len = vc_counters_size(words);
+	size_t log_off = vc_log_offset(words);
+	size_t len = log_off + (size_t)VC_LOG_SLOTS * VC_LOG_SLOT; /* sparse: pages as used */
 	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0 || ftruncate(fd, (off_t)len) < 0) {
 		snprintf(err, errlen, "%s: cannot create the cache statistics file: %s", path,
@@ -50,6 +51,9 @@ static int create_counters(struct verdict_cache *vc, const char *path, char *err
 	vc->ctr_len = len;
 	vc->pid_words = words; /* the file's copy is for clients, who may scribble on it */
 	vc->ctr->pid_words = words;
+	vc->ctr->log_off = log_off;
+	vc->ctr->log_slots = VC_LOG_SLOTS;
+	vc->log_off = log_off;
 	__atomic_store_n(&vc->ctr->magic, VC_COUNTERS_MAGIC, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -213,6 +217,43 @@ bool verdict_cache_area_listing(const struct policy *p, const char *dir)
 	return true;
 }
 
+bool verdict_cache_area_names(const struct policy *p, const char *dir)
+{
+	char norm[KILN_PATH_MAX + 1];
+	size_t dl = strlen(dir);
+	if (dir[0] != '/' || dl <= 1 || dl > KILN_PATH_MAX || !walk_clean(p, dir, norm) ||
+	    strcmp(norm, dir) || (!strncmp(dir, "/proc", 5) && (dir[5] == '\0' || dir[5] == '/')))
+		return false;
+	/* A name X of dir is covered by the rules covering dir (walk_clean
+	 * checked those) and by a rule for dir/X itself; rules deeper down
+	 * (the build directory inside /tmp) cover other nodes. */
+	for (size_t i = 0; i < p->n; i++) {
+		const struct policy_rule *r = &p->rules[i];
+		if (r->len > dl + 1 && !strncmp(r->prefix, dir, dl) && r->prefix[dl] == '/' &&
+		    !memchr(r->prefix + dl + 1, '/', r->len - dl - 1))
+			return false;
+	}
+	return true;
+}
+
+/* The 'S' value of path's directory, once a name in it was answered ALLOW by
+ * the area rule: any other name there would be too (same walk but for one
+ * clean last node, no rule below the directory to make it differ). */
+static void put_names(struct verdict_cache *vc, const char *path, unsigned access, unsigned qflags)
+{
+	const char *slash = strrchr(path, '/');
+	size_t dl = (size_t)(slash - path);
+	char dir[KILN_PATH_MAX + 1];
+	if (!dl || !slash[1] || dl > KILN_PATH_MAX)
+		return;
+	memcpy(dir, path, dl);
+	dir[dl] = '\0';
+	if (!verdict_cache_area_names(vc->policy, dir))
+		return;
+	char key[SHMMAP_MAX_KEY];
+	put(vc, key, vc_key_names(key, dir, dl, access, qflags), vc_value(VC_AREA, KILN_V_ALLOW));
+}
+
 void verdict_cache_query(struct verdict_cache *vc, const char *path, unsigned access,
 			 unsigned qflags, const struct sbx_decision *d)
 {
@@ -231,8 +272,11 @@ void verdict_cache_query(struct verdict_cache *vc, const char *path, unsigned ac
 	 * file exists (EACCES or the kernel's ENOENT): asked every time. */
 	if ((qflags & KILN_Q_PROBE) && area != KILN_V_ALLOW)
 		return;
-	if (area >= 0 && (unsigned)area == d->verdict)
+	if (area >= 0 && (unsigned)area == d->verdict) {
 		put(vc, key, klen, vc_value(VC_AREA, (unsigned)area));
+		if (area == KILN_V_ALLOW)
+			put_names(vc, path, access, qflags);
+	}
 }
 
 void verdict_cache_listing(struct verdict_cache *vc, const char *dir, const struct sbx_decision *d,
@@ -303,6 +347,62 @@ void verdict_cache_stats(const struct verdict_cache *vc, struct verdict_cache_st
 	shmmap_stats((struct shmmap *)&vc->map, &ms);
 	st->map_bytes = ms.bytes_committed;
 	st->entries = ms.entries ? ms.entries - 1 : 0; /* not the format marker */
+}
+
+/* A slot is believed only if it is committed, its path is absolute,
+ * NUL-terminated and lexically clean as the client keys it (no empty, "." or
+ * ".." component), and the map, which only the server writes, holds the
+ * 'S' value of its directory for its access class: then the server itself
+ * said that every name there is allowed. */
+static bool slot_path_clean(const char *p)
+{
+	if (p[0] != '/' || !p[1])
+		return false;
+	for (const char *c = p + 1;;) {
+		size_t n = strcspn(c, "/");
+		if (!n || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+		if (!c[n])
+			return true;
+		c += n + 1;
+	}
+}
+
+size_t verdict_cache_read_log(const struct verdict_cache *vc,
+			      void (*seen)(void *ctx, pid_t pid, const char *path, unsigned access),
+			      void *ctx)
+{
+	if (!vc->ctr)
+		return 0;
+	uint64_t next = __atomic_load_n(&vc->ctr->log_next, __ATOMIC_ACQUIRE);
+	if (next > VC_LOG_SLOTS)
+		next = VC_LOG_SLOTS;
+	const struct vc_log_slot *slots =
+		(const struct vc_log_slot *)((const char *)vc->ctr + vc->log_off);
+	size_t believed = 0;
+	for (uint64_t i = 0; i < next; i++) {
+		uint32_t commit = __atomic_load_n(&slots[i].commit, __ATOMIC_ACQUIRE);
+		if ((commit >> 16) != VC_LOG_MAGIC)
+			continue; /* a writer killed before committing */
+		char path[VC_LOG_PATH];
+		memcpy(path, slots[i].path, sizeof path);
+		int32_t pid = slots[i].pid;
+		if (!memchr(path, '\0', sizeof path) || !slot_path_clean(path))
+			continue;
+		unsigned access = (commit >> 8) & 0xff, qflags = commit & 0xff;
+		const char *slash = strrchr(path, '/');
+		size_t dl = (size_t)(slash - path);
+		char key[SHMMAP_MAX_KEY];
+		size_t klen = vc_key_names(key, path, dl, access, qflags);
+		uint64_t v;
+		unsigned kind, ans;
+		if (!dl || !klen || !shmmap_lookup((struct shmmap *)&vc->map, key, klen, &v) ||
+		    !vc_parse(v, &kind, &ans) || kind != VC_AREA || ans != KILN_V_ALLOW)
+			continue;
+		seen(ctx, (pid_t)pid, path, access);
+		believed++;
+	}
+	return believed;
 }
 
 const uint64_t *verdict_cache_pids(const struct verdict_cache *vc, size_t *words)

@@ -6,7 +6,11 @@
  *  - AREA values: decisions on paths whose every node lies in allow/read
  *    areas (the build directory, /tmp...): they hold in every state of the
  *    file system in which the path has no symlink on its way, which the
- *    client checks (openat2 RESOLVE_NO_SYMLINKS) before using one.
+ *    client checks (openat2 RESOLVE_NO_SYMLINKS) before using one;
+ *  - and for a directory of such an area with no rule below it, one 'S'
+ *    value per access class: every name in it has that AREA verdict, so a
+ *    fresh temporary file costs no round trip (the client writes it into the
+ *    access log instead, read back by verdict_cache_read_log).
  * The server is the map's only writer; clients map it read-only. */
 #ifndef KILN_TRACE_SERVICE_VERDICT_CACHE_H
 #define KILN_TRACE_SERVICE_VERDICT_CACHE_H
@@ -14,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "shm/shmmap.h"
 #include "trace/service/policy.h"
@@ -25,6 +30,7 @@ struct verdict_cache {
 	struct vc_counters *ctr; /* the statistics file, mapped read-write */
 	size_t ctr_len;
 	uint64_t pid_words;
+	size_t log_off;          /* the access log's slots in the statistics file */
 	const struct policy *policy;
 	struct sandbox *sbx;
 	unsigned long inserts, full;
@@ -59,6 +65,14 @@ struct verdict_cache_stats {
 };
 void verdict_cache_stats(const struct verdict_cache *vc, struct verdict_cache_stats *st);
 
+/* After the build: each access the clients answered from an 'S' value and
+ * wrote into the access log, whose 'S' value the map really holds, is given
+ * to seen(ctx, pid, path, access) with the AREA verdict ALLOW. Returns the
+ * number of slots believed. */
+size_t verdict_cache_read_log(const struct verdict_cache *vc,
+			      void (*seen)(void *ctx, pid_t pid, const char *path, unsigned access),
+			      void *ctx);
+
 /* The pid bitmap of processes that used the cache (NULL if unavailable). */
 const uint64_t *verdict_cache_pids(const struct verdict_cache *vc, size_t *words);
 
@@ -68,5 +82,9 @@ const uint64_t *verdict_cache_pids(const struct verdict_cache *vc, size_t *words
 int verdict_cache_area_verdict(const struct policy *p, const char *path, unsigned access);
 /* Whether no entry of canonical directory `dir` can ever be hidden. */
 bool verdict_cache_area_listing(const struct policy *p, const char *dir);
+/* Whether every name directly in canonical directory `dir` has the same
+ * area verdict: dir's walk is clean, no rule is for a name directly in it,
+ * and dir is not / or part of /proc. */
+bool verdict_cache_area_names(const struct policy *p, const char *dir);
 
 #endif
