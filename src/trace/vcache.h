@@ -63,18 +63,25 @@ static inline int vc_parse(uint64_t v, unsigned *kind, unsigned *answer)
 /* Key builders: return the key length, or 0 when it does not fit in
  * SHMMAP_MAX_KEY bytes (such a question is never cached). out must hold
  * SHMMAP_MAX_KEY bytes; vc_key_verdict's out may be the path itself. */
-static inline size_t vc_key_verdict(char *out, const char *path, size_t plen, unsigned access,
-				    unsigned qflags)
+/* path \0 letter access qflags: the 'V' and 'S' keys. */
+static inline size_t vc_key_class(char *out, const char *path, size_t plen, char letter,
+				  unsigned access, unsigned qflags)
 {
 	if (plen + 4 > SHMMAP_MAX_KEY)
 		return 0;
 	if (out != path) /* in place: the caller's buffer holds the path already */
 		memcpy(out, path, plen);
 	out[plen] = '\0';
-	out[plen + 1] = 'V';
+	out[plen + 1] = letter;
 	out[plen + 2] = (char)(access & 0xff);
 	out[plen + 3] = (char)(qflags & 0xff);
 	return plen + 4;
+}
+
+static inline size_t vc_key_verdict(char *out, const char *path, size_t plen, unsigned access,
+				    unsigned qflags)
+{
+	return vc_key_class(out, path, plen, 'V', access, qflags);
 }
 
 /* dir \0 letter: the 'D' key, or the prefix of the 'E' keys. */
@@ -88,19 +95,11 @@ static inline size_t vc_key_dir(char *out, const char *dir, size_t dlen, char le
 	return dlen + 2;
 }
 
-/* The 'S' key: dir \0 'S' access qflags. */
+/* The 'S' key: dir \0 'S' access qflags (out may be dir itself). */
 static inline size_t vc_key_names(char *out, const char *dir, size_t dlen, unsigned access,
 				  unsigned qflags)
 {
-	if (dlen + 4 > SHMMAP_MAX_KEY)
-		return 0;
-	if (out != dir)
-		memcpy(out, dir, dlen);
-	out[dlen] = '\0';
-	out[dlen + 1] = 'S';
-	out[dlen + 2] = (char)(access & 0xff);
-	out[dlen + 3] = (char)(qflags & 0xff);
-	return dlen + 4;
+	return vc_key_class(out, dir, dlen, 'S', access, qflags);
 }
 
 static inline size_t vc_key_listing(char *out, const char *dir, size_t dlen)
