@@ -284,6 +284,8 @@ void kt_cache_move_fd(void);
 /* In the child of a fork: count it as a process of its own on its first
  * question. */
 void kt_cache_after_fork(void);
+/* Looks up the real exec functions now (the fork hook, before forking). */
+void kt_exec_resolve(void);
 
 #pragma GCC visibility pop
 

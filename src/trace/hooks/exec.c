@@ -401,6 +401,16 @@ static int exec_checked(enum exec_how how, void *real, int dirfd, const char *pa
 	return -1;
 }
 
+/* A forked child that execs would otherwise look the real functions up
+ * itself (dlsym: code and data pages of libc and ld.so faulted in, and
+ * copied, in every child of a shell that never execs): the fork hook has
+ * the parent do it once. */
+void kt_exec_resolve(void)
+{
+	kt_real(&real_execve, "execve");
+	kt_real(&real_execveat, "execveat");
+}
+
 static int do_execve(const char *path, char *const argv[], char *const envp[])
 {
 	return exec_checked(EXEC_PATH, kt_real(&real_execve, "execve"), AT_FDCWD, path, argv,

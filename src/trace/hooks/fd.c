@@ -114,6 +114,7 @@ KT_EXPORT int dup3(int oldfd, int newfd, int flags)
 
 static pid_t do_fork(void)
 {
+	kt_exec_resolve();
 	pid_t pid = REAL(fork, pid_t (*)(void))();
 	if (pid == 0) {
 		kt_client_after_fork();
