@@ -67,13 +67,18 @@ static void say_off(const char *path, const char *why)
 	kt_write(2, msg, n);
 }
 
+static void set_pid_bit(int pid)
+{
+	if (ctr && pid >= 0 && (uint64_t)pid / 64 < pid_words)
+		__atomic_fetch_or(&pid_bits[pid / 64], 1ull << (pid % 64), __ATOMIC_RELAXED);
+}
+
 static void mark_pid(int pid)
 {
 	if (!ctr)
 		return;
 	atomic_store_explicit(&shard, pid % VC_SHARDS, memory_order_relaxed);
-	if (pid >= 0 && (uint64_t)pid / 64 < pid_words)
-		__atomic_fetch_or(&pid_bits[pid / 64], 1ull << (pid % 64), __ATOMIC_RELAXED);
+	set_pid_bit(pid);
 }
 
 /* The statistics file: optional (without it nothing is counted). */
@@ -148,11 +153,28 @@ static struct shmmap *attach(void)
 	return &map;
 }
 
+/* In a vfork child: the parent's map if it has one (the child counted as a
+ * process on its first question, in the pid bitmap only: the shard is the
+ * parent's), never an attach of its own (its fd would be recorded in the
+ * parent's memory but open only in the child). */
+static struct shmmap *get_in_vfork_child(int st)
+{
+	if (st != READY || kt_vfork_child == KT_VFORK_NO_FDS)
+		return NULL;
+	if (kt_vfork_child == KT_VFORK_CHILD) {
+		set_pid_bit(kt_getpid());
+		kt_vfork_child = KT_VFORK_COUNTED;
+	}
+	return &map;
+}
+
 static struct shmmap *get(void)
 {
 	int st = atomic_load_explicit(&state, memory_order_acquire);
-	if (__builtin_expect(st == READY, 1))
+	if (__builtin_expect(st == READY && !kt_vfork_child, 1))
 		return &map;
+	if (kt_vfork_child)
+		return get_in_vfork_child(st);
 	if (st != UNTRIED)
 		return NULL;
 	if (!atomic_compare_exchange_strong(&state, &st, ATTACHING))
@@ -172,13 +194,16 @@ void kt_cache_after_fork(void)
 static void mark_if_forked(void)
 {
 	if (__builtin_expect(atomic_load_explicit(&mark_pending, memory_order_relaxed), 0) &&
-	    atomic_exchange(&mark_pending, 0))
+	    !kt_vfork_child && atomic_exchange(&mark_pending, 0))
 		mark_pid(kt_getpid());
 }
 
 int kt_cache_fd(void)
 {
-	return atomic_load_explicit(&state, memory_order_acquire) == READY ? map.fd : -1;
+	if (atomic_load_explicit(&state, memory_order_acquire) != READY ||
+	    kt_vfork_child == KT_VFORK_NO_FDS)
+		return -1;
+	return map.fd;
 }
 
 void kt_cache_move_fd(void)

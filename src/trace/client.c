@@ -200,6 +200,8 @@ fail:
 /* A slot index claimed for this caller, or -1: use a transient connection. */
 static int claim(void)
 {
+	if (kt_vfork_child)
+		return -1; /* the pool and its fds are the parent's */
 	int pid = kt_getpid();
 	int owner = atomic_load_explicit(&pool_pid, memory_order_acquire);
 	if (owner == 0) {
@@ -243,7 +245,7 @@ void kt_client_after_fork(void)
 
 int kt_is_kiln_fd(int fd)
 {
-	if (fd < KT_FD_MIN)
+	if (fd < KT_FD_MIN || kt_vfork_child == KT_VFORK_NO_FDS)
 		return 0;
 	if (fd == kt_cache_fd())
 		return 1;
@@ -258,6 +260,8 @@ int kt_is_kiln_fd(int fd)
 int kt_kiln_fds(int *out)
 {
 	int n = 0;
+	if (kt_vfork_child == KT_VFORK_NO_FDS)
+		return 0;
 	int owned = atomic_load(&pool_pid) > 0;
 	for (int i = owned ? 0 : KT_POOL; i <= KT_POOL && n < KT_MAX_KILN_FDS; i++) {
 		int fd = i < KT_POOL ? atomic_load_explicit(&pool[i].fd, memory_order_relaxed)
@@ -278,6 +282,10 @@ int kt_release_fd_number(int fd)
 {
 	if (!kt_is_kiln_fd(fd))
 		return 0;
+	if (kt_vfork_child) { /* the program's now, in this child only */
+		kt_vfork_child = KT_VFORK_NO_FDS;
+		return 0;
+	}
 	if (fd == kt_cache_fd()) {
 		kt_cache_move_fd();
 		return 0;

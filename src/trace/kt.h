@@ -46,6 +46,18 @@ static inline int kt_may_be_kept(const char *entry)
  * is set calls the real function without a check. */
 extern __thread int kt_guard __attribute__((tls_model("initial-exec")));
 
+/* Set (by the vfork hook, hooks/vfork.c) while this thread's memory is a
+ * vfork child's too: from vfork until the parent resumes. The child runs on
+ * the parent's thread, so it sees the flag and no other thread does. Code
+ * running in the child must leave nothing in memory that the parent would
+ * read as its own: no connection kept, no fd recorded or moved, no attach.
+ * KT_VFORK_COUNTED: the child has been counted as a process. KT_VFORK_NO_FDS:
+ * the child put a file of its own on one of kiln's fd numbers (dup2): from
+ * then on it has no kiln fds (its copies of the parent's are the program's
+ * to close) and no cache (the map's fd is gone), and asks by round trip. */
+extern __thread int kt_vfork_child __attribute__((tls_model("initial-exec")));
+enum { KT_VFORK_NONE, KT_VFORK_CHILD, KT_VFORK_COUNTED, KT_VFORK_NO_FDS };
+
 /* Coverage marks (tests): each hook brackets its work with close() of an
  * invalid fd so `strace -f` can tell hooked from unhooked file syscalls.
  * Enabled by KILN_TRACE_MARKS=1; otherwise one predictable branch. */
@@ -284,8 +296,11 @@ void kt_cache_move_fd(void);
 /* In the child of a fork: count it as a process of its own on its first
  * question. */
 void kt_cache_after_fork(void);
-/* Looks up the real exec functions now (the fork hook, before forking). */
+/* Look up the real exec functions, and close, dup2 and dup3, now: the fork
+ * and vfork hooks, before the child exists (a vfork child must not call
+ * dlsym, which locks and may allocate in the parent's memory). */
 void kt_exec_resolve(void);
+void kt_fd_resolve(void);
 
 #pragma GCC visibility pop
 

@@ -14,6 +14,7 @@
 extern char **environ;
 
 __thread int kt_guard __attribute__((tls_model("initial-exec")));
+__thread int kt_vfork_child __attribute__((tls_model("initial-exec")));
 KT_HOT int kt_marks;
 
 /* kiln's variables, restored into every exec environment. */

@@ -238,6 +238,50 @@ def test_managed_tree_answers_and_listings_from_the_cache(world, kiln_bin, helpe
         assert c["listings"] > 0 and c["hits"] > c["misses"], c
 
 
+def test_vfork_children_ask_through_the_parents_map(world, kiln_bin, helper, trace_cached):
+    """A vfork child shares its parent's memory, map included: its questions
+    are hits there, it counts as a process of its own, and when it takes one
+    of kiln's fd numbers (dup2) it asks by round trip and leaves the parent's
+    map and connection alone. A hidden file and an absent one look alike."""
+    b, inc = world.build, world.inc
+    hc = helper("hookcall")
+    (b / "x.h").write_text("mine\n")
+    args = ["stat", inc / "dep.h", "stat", inc / "foo.h"]
+    for _ in range(5):
+        args += ["vfork-stat", inc / "dep.h", "vfork-stat", inc / "foo.h", "vfork-stat",
+                 inc / "missing.h", "vfork-stat", b / "x.h"]
+    for fd in (100, 101, 102, 103):
+        args += ["vfork-dup2-exec", fd, hc, "stat", inc / "foo.h", "stat", inc / "dep.h", ";"]
+    args += ["vfork-closefrom-exec", hc, "stat", inc / "foo-link.h", ";",
+             "vforkstorm", 20, inc / "foo.h", hc, "stat", inc / "dep.h", ";",
+             "stat", inc / "foo.h", "stat", inc / "dep.h", "dupfd-close", 100]
+    want = ["stat 0 OK", "stat -1 ENOENT"] + \
+        ["vfork-stat 0 OK", "vfork-stat -1 ENOENT", "vfork-stat -1 ENOENT", "vfork-stat 0 OK"] * 5 + \
+        ["stat -1 ENOENT", "stat 0 OK", "vfork-dup2-exec 0"] * 4 + \
+        ["stat -1 ENOENT", "vfork-closefrom-exec 0"] + ["stat 0 OK"] * 20 + \
+        ["vforkstorm 0 OK", "stat -1 ENOENT", "stat 0 OK", "dupfd-close 0 OK"]
+    reports = {}
+    for mode in ("cached", "no-cache"):
+        extra = ["--no-cache"] if mode == "no-cache" else []
+        r = run([kiln_bin, "trace", *world.args, *managed(world), *extra, "--json", "-o",
+                 b / f"{mode}.json", "--", hc, *args], cwd=b)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.splitlines() == want, (mode, r.stdout, r.stderr)
+        assert "kiln:" not in r.stderr, r.stderr
+        reports[mode] = cache_json(b / f"{mode}.json")
+    c, n = reports["cached"], reports["no-cache"]
+    # the parent and its 20 + 4 + 1 + 20 vfork children (25 exec hookcall)
+    assert c["totals"]["processes"] == n["totals"]["processes"] == 46, (c["totals"], n["totals"])
+    hidden = lambda rep: sorted(h["path"] for h in rep["hidden"])  # noqa: E731
+    assert hidden(c) == hidden(n)
+    if trace_cached:
+        # the 20 vfork-stat children and the storm's 20 ask through the map:
+        # none of them connects (no-cache: every process does)
+        assert c["cache"]["hits"] >= 40, c["cache"]
+        assert c["totals"]["connections"] < 20 and n["totals"]["connections"] > 60, \
+            (c["totals"], n["totals"])
+
+
 # ---- a map that cannot be trusted ----------------------------------------------
 
 def _bad_magic(src, dst, kiln_bin):

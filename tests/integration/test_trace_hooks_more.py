@@ -155,6 +155,56 @@ def test_vfork_exec(tree):
     assert lines[3] == "vfork-exec 127"         # exec of a hidden file fails
 
 
+def test_vfork_child_asking_first_leaves_the_parent_nothing(tree):
+    """The child of a vfork shares the parent's memory: when it asks before
+    the program has, it connects for itself and leaves no connection or fd
+    behind that the parent would take for its own. A hidden file and a
+    really absent one look the same to it."""
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, "vfork-stat", f"{root}/hid/b", "vfork-stat", f"{root}/vis/nothere",
+                        "vfork-stat", f"{root}/vis/lnk_hid", "vfork-stat", f"{root}/vis/a",
+                        "dupfd-close", 100, "dupfd-close", 101, "dupfd-close", 102,
+                        "stat", f"{root}/hid/b", "stat", f"{root}/vis/a",
+                        "dupfd-close", 100, "vfork-stat", f"{root}/hid/dir",
+                        "stat", f"{root}/vis/x")
+    assert lines == ["vfork-stat -1 ENOENT"] * 3 + ["vfork-stat 0 OK"] + ["dupfd-close 0 OK"] * 3 + \
+        ["stat -1 ENOENT", "stat 0 OK", "dupfd-close 0 OK", "vfork-stat -1 ENOENT", "stat 0 OK"]
+    # five children and the parent, each as itself and once: the parent's
+    # three questions share the one connection it keeps
+    assert len(srv.hellos) == len(set(srv.hellos)) == 6, srv.hellos
+    asked = {q[2] for q in srv.queries()}
+    assert {f"{root}/hid/b", f"{root}/vis/a", f"{root}/hid/dir", f"{root}/vis/x"} <= asked
+
+
+@pytest.mark.parametrize("fd", [100, 101, 107, 108])
+def test_vfork_child_taking_kiln_fd_numbers(tree, fd):
+    """A shell's `exec 100<file` or a spawner's dup2 in a vfork child lands
+    on one of kiln's numbers: the child gets it, and the parent keeps its
+    own connection, which it goes on using."""
+    root, srv, _ = tree
+    os.chmod(root / "hid" / "b", 0o755)
+    lines, _ = hookcall(srv.path, "stat", f"{root}/vis/a",
+                        "vfork-dup2-exec", fd, HOOKCALL, "stat", f"{root}/hid/b", "dupfd-close", fd, ";",
+                        "vfork-dup2-exec", fd, f"{root}/hid/b", ";",
+                        "vfork-closefrom-exec", HOOKCALL, "stat", f"{root}/vis/c", ";",
+                        "vfork-loop", 20, HOOKCALL, "stat", f"{root}/vis/x", ";",
+                        "stat", f"{root}/hid/b", "stat", f"{root}/vis/a", "dupfd-close", 100)
+    assert lines == ["stat 0 OK", "stat -1 ENOENT", "dupfd-close 0 OK", f"vfork-dup2-exec 0",
+                     "vfork-dup2-exec 127", "stat -1 ENOENT", "vfork-closefrom-exec 0"] + \
+        ["stat 0 OK"] * 20 + ["vfork-loop 0 OK", "stat -1 ENOENT", "stat 0 OK", "dupfd-close 0 OK"]
+    parent = srv.hellos[0]
+    assert srv.hellos.count(parent) == 1  # the parent never had to reconnect
+
+
+def test_vfork_while_threads_ask(tree):
+    """Other threads of the parent go on asking while a vfork child does."""
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, "vforkstorm", 40, f"{root}/hid/b", HOOKCALL, "stat",
+                        f"{root}/vis/c", ";", "stat", f"{root}/vis/a")
+    assert lines[-2:] == ["vforkstorm 0 OK", "stat 0 OK"]
+    assert lines[:-2] == ["stat -1 ENOENT"] * 40
+
+
 EXECS = ["spawn", "spawnp", "exec-env", "execv", "execvp", "execvpe", "execl", "execle", "execlp",
          "execveat", "fexecve"]
 BY_NAME = ("spawnp", "execvp", "execvpe", "execlp")  # PATH searched

@@ -1,8 +1,8 @@
 /* kiln's own fds (its connections to the server, above 100, close-on-exec)
  * survive programs that close or reuse every descriptor: close, close_range,
  * closefrom, dup2 and dup3 leave them alone. To the program they look like
- * descriptors that are not open (EBADF). Also fork and vfork (run as fork),
- * whose child forgets the parent's connections. */
+ * descriptors that are not open (EBADF). Also fork, whose child forgets the
+ * parent's connections (vfork is in vfork.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -112,7 +112,14 @@ KT_EXPORT int dup3(int oldfd, int newfd, int flags)
 	return REAL(dup3, int (*)(int, int, int))(oldfd, newfd, flags);
 }
 
-static pid_t do_fork(void)
+void kt_fd_resolve(void)
+{
+	kt_real(&real_close, "close");
+	kt_real(&real_dup2, "dup2");
+	kt_real(&real_dup3, "dup3");
+}
+
+KT_EXPORT pid_t fork(void)
 {
 	kt_exec_resolve();
 	pid_t pid = REAL(fork, pid_t (*)(void))();
@@ -121,16 +128,4 @@ static pid_t do_fork(void)
 		kt_cache_after_fork();
 	}
 	return pid;
-}
-
-KT_EXPORT pid_t fork(void)
-{
-	return do_fork();
-}
-
-/* A vfork child shares the parent's memory until it execs; kiln's hooks in
- * that child (the exec itself) would write the parent's state. Run as fork. */
-KT_EXPORT pid_t vfork(void)
-{
-	return do_fork();
 }

@@ -185,6 +185,33 @@ static void *storm(void *arg)
 	return NULL;
 }
 
+/* ---- what a vfork child found, in the memory it shares with its parent -- */
+static volatile int vf_ret, vf_errno;
+
+static int spawn_wait(pid_t pid);
+
+/* vfork, then in the child: dup2(0, dup_fd) if dup_fd >= 0, closefrom(3)
+ * if closeall, stat(must_be_absent) if given (ENOENT expected); then exec.
+ * A failure in the child sets vf_ret; returns the child's status. */
+static __attribute__((noinline)) int vfork_exec(char **argv, int dup_fd, int closeall,
+						const char *must_be_absent)
+{
+	vf_ret = 0;
+	pid_t pid = vfork();
+	if (pid == 0) {
+		struct stat s;
+		if (dup_fd >= 0 && dup2(0, dup_fd) != dup_fd)
+			vf_ret = -1;
+		if (closeall)
+			closefrom(3);
+		if (must_be_absent && (stat(must_be_absent, &s) != -1 || errno != ENOENT))
+			vf_ret = 1;
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	return spawn_wait(pid);
+}
+
 /* ---- a hook entered from a signal handler ------------------------------- */
 static const char *sig_path;
 static volatile sig_atomic_t sig_calls, sig_wrong;
@@ -782,6 +809,103 @@ static int one(char **a, int n)
 			_exit(127);
 		}
 		printf("vfork-exec %d\n", spawn_wait(pid));
+		fflush(stdout);
+		return k < n ? k + 1 : k;
+	}
+	if (!strcmp(c, "vfork-stat")) {
+		/* vfork-stat PATH: the child asks and _exits; it reports through
+		 * the memory it shares with the parent, which prints */
+		NEED(1);
+		fflush(stdout);
+		pid_t pid = vfork();
+		if (pid == 0) {
+			struct stat s;
+			vf_ret = stat(a[1], &s);
+			vf_errno = errno;
+			_exit(0);
+		}
+		int w = spawn_wait(pid);
+		printf("vfork-stat %d %s%s\n", vf_ret, ename(vf_ret == 0, vf_errno), w ? " FAIL" : "");
+		fflush(stdout);
+		return 2;
+	}
+	if (!strcmp(c, "vfork-dup2-exec") || !strcmp(c, "vfork-closefrom-exec") ||
+	    !strcmp(c, "vfork-loop")) {
+		/* vfork-dup2-exec FD PROG ARGS... ; the child puts stdin on FD
+		 * (as a shell's redirection would) and execs
+		 * vfork-closefrom-exec PROG ARGS... ; it closes 3 and up first
+		 * vfork-loop N PROG ARGS... ; N children exec PROG, one by one */
+		int dup_fd = -1, times = 1, closeall = !strcmp(c, "vfork-closefrom-exec");
+		int first = 1;
+		if (strcmp(c, "vfork-closefrom-exec")) {
+			NEED(2);
+			if (!strcmp(c, "vfork-loop"))
+				times = atoi(a[1]);
+			else
+				dup_fd = atoi(a[1]);
+			first = 2;
+		}
+		int k = first;
+		while (k < n && strcmp(a[k], ";"))
+			k++;
+		char *argv[64];
+		int m = 0;
+		for (int i = first; i < k && m < 63; i++)
+			argv[m++] = a[i];
+		argv[m] = NULL;
+		fflush(stdout);
+		int bad = 0, last = 0;
+		for (int i = 0; i < times; i++) {
+			last = vfork_exec(argv, dup_fd, closeall, NULL);
+			bad += last != 0 || vf_ret != 0;
+		}
+		if (times == 1)
+			printf("%s %d%s\n", c, last, vf_ret ? " dup2-FAIL" : "");
+		else
+			printf("%s %d %s\n", c, bad, bad ? "FAIL" : "OK");
+		fflush(stdout);
+		return k < n ? k + 1 : k;
+	}
+	if (!strcmp(c, "dupfd-close")) {
+		/* dupfd-close N: a descriptor at N or above is the program's own:
+		 * it can be used and closed */
+		NEED(1);
+		int fd = fcntl(0, F_DUPFD, atoi(a[1]));
+		errno = 0;
+		int r = fd < 0 ? -1 : close(fd);
+		printf("dupfd-close %d %s\n", r, ename(r == 0, errno));
+		fflush(stdout);
+		return 2;
+	}
+	if (!strcmp(c, "vforkstorm")) {
+		/* vforkstorm N PATH PROG ARGS... ; 4 threads stat PATH in a loop
+		 * while the main thread vforks N children that stat PATH and exec
+		 * PROG */
+		NEED(3);
+		int nf = atoi(a[1]);
+		storm_path = a[2];
+		int k = 3;
+		while (k < n && strcmp(a[k], ";"))
+			k++;
+		char *argv[64];
+		int m = 0;
+		for (int i = 3; i < k && m < 63; i++)
+			argv[m++] = a[i];
+		argv[m] = NULL;
+		fflush(stdout);
+		storm_stop = 0;
+		pthread_t t[4];
+		for (int i = 0; i < 4; i++)
+			pthread_create(&t[i], NULL, storm, NULL);
+		int bad = 0;
+		for (int i = 0; i < nf; i++) {
+			if (vfork_exec(argv, -1, 0, storm_path) != 0 || vf_ret)
+				bad++;
+		}
+		storm_stop = 1;
+		for (int i = 0; i < 4; i++)
+			pthread_join(t[i], NULL);
+		printf("vforkstorm %d %s\n", bad, bad ? "FAIL" : "OK");
 		fflush(stdout);
 		return k < n ? k + 1 : k;
 	}
