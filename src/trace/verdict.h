@@ -2,12 +2,13 @@
  *
  * The hooks (src/trace/hooks/) only call these functions; the client side of
  * the trace protocol (src/trace/client.c) implements them with a round trip to
- * the trace server, and the shared-memory verdict cache will slot in front of
- * that round trip without changing this interface.
+ * the trace server, and the shared-memory verdict cache (src/trace/cache.c)
+ * answers in front of that round trip.
  *
  * All of these run on the hook path: no locks, no malloc, no stdio; safe in a
- * signal handler, in a vfork child and in a child after fork in a threaded
- * program.
+ * signal handler, in a vfork child (which must leave nothing in the memory
+ * it shares with its parent: kt.h, kt_vfork_child) and in a child after fork
+ * in a threaded program.
  */
 #ifndef KILN_TRACE_VERDICT_H
 #define KILN_TRACE_VERDICT_H

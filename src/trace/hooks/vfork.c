@@ -1,7 +1,7 @@
-/* vfork stays vfork: the shells and compilers of a build (dash, gcc,
- * collect2, ld) start every program with it, and run as fork each such child
- * would copy the parent's page tables and fault its pages back in (about 45
- * faults, 100 us, per process).
+/* vfork stays vfork: the shells and compiler drivers of a build (dash,
+ * gcc, collect2) start every program with it, and run as fork each such child
+ * would copy the parent's page tables and fault its pages back in (measured:
+ * 100-103 page faults per /bin/true that dash runs, against 55).
  *
  * A C function cannot call vfork for its caller (the child would return
  * through, and the parent then reuse, the frame the child has clobbered), so
