@@ -185,10 +185,39 @@ static void *storm(void *arg)
 	return NULL;
 }
 
+static void storm_start(pthread_t t[4])
+{
+	storm_stop = 0;
+	for (int i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, storm, NULL);
+}
+
+static void storm_end(pthread_t t[4])
+{
+	storm_stop = 1;
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+}
+
 /* ---- what a vfork child found, in the memory it shares with its parent -- */
 static volatile int vf_ret, vf_errno;
 
 static int spawn_wait(pid_t pid);
+
+/* The program and arguments of a command from a[first] up to ";" (or the
+ * end) into argv (at most 63, NULL-terminated); returns the index of ";". */
+static int argv_until_semicolon(char **a, int n, int first, char **argv)
+{
+	int k = first;
+	while (k < n && strcmp(a[k], ";"))
+		k++;
+	int m = 0;
+	for (int i = first; i < k && m < 63; i++)
+		argv[m++] = a[i];
+	argv[m] = NULL;
+	return k;
+}
+
 
 /* vfork, then in the child: dup2(0, dup_fd) if dup_fd >= 0, closefrom(3)
  * if closeall, stat(must_be_absent) if given (ENOENT expected); then exec.
@@ -795,14 +824,8 @@ static int one(char **a, int n)
 	if (!strcmp(c, "vfork-exec")) {
 		NEED(1);
 		fflush(stdout);
-		int k = 1;
-		while (k < n && strcmp(a[k], ";"))
-			k++;
 		char *argv[64];
-		int m = 0;
-		for (int i = 1; i < k && m < 63; i++)
-			argv[m++] = a[i];
-		argv[m] = NULL;
+		int k = argv_until_semicolon(a, n, 1, argv);
 		pid_t pid = vfork();
 		if (pid == 0) {
 			execv(argv[0], argv);
@@ -845,14 +868,8 @@ static int one(char **a, int n)
 				dup_fd = atoi(a[1]);
 			first = 2;
 		}
-		int k = first;
-		while (k < n && strcmp(a[k], ";"))
-			k++;
 		char *argv[64];
-		int m = 0;
-		for (int i = first; i < k && m < 63; i++)
-			argv[m++] = a[i];
-		argv[m] = NULL;
+		int k = argv_until_semicolon(a, n, first, argv);
 		fflush(stdout);
 		int bad = 0, last = 0;
 		for (int i = 0; i < times; i++) {
@@ -884,27 +901,17 @@ static int one(char **a, int n)
 		NEED(3);
 		int nf = atoi(a[1]);
 		storm_path = a[2];
-		int k = 3;
-		while (k < n && strcmp(a[k], ";"))
-			k++;
 		char *argv[64];
-		int m = 0;
-		for (int i = 3; i < k && m < 63; i++)
-			argv[m++] = a[i];
-		argv[m] = NULL;
+		int k = argv_until_semicolon(a, n, 3, argv);
 		fflush(stdout);
-		storm_stop = 0;
 		pthread_t t[4];
-		for (int i = 0; i < 4; i++)
-			pthread_create(&t[i], NULL, storm, NULL);
+		storm_start(t);
 		int bad = 0;
 		for (int i = 0; i < nf; i++) {
 			if (vfork_exec(argv, -1, 0, storm_path) != 0 || vf_ret)
 				bad++;
 		}
-		storm_stop = 1;
-		for (int i = 0; i < 4; i++)
-			pthread_join(t[i], NULL);
+		storm_end(t);
 		printf("vforkstorm %d %s\n", bad, bad ? "FAIL" : "OK");
 		fflush(stdout);
 		return k < n ? k + 1 : k;
@@ -915,14 +922,8 @@ static int one(char **a, int n)
 	    !strcmp(c, "execveat") || !strcmp(c, "execv") || !strcmp(c, "raw-fexecve")) {
 		/* spawn ENVHOW PROG ARGS... ; */
 		NEED(2);
-		int k = 2;
-		while (k < n && strcmp(a[k], ";"))
-			k++;
 		char *argv[64];
-		int m = 0;
-		for (int i = 2; i < k && m < 63; i++)
-			argv[m++] = a[i];
-		argv[m] = NULL;
+		int k = argv_until_semicolon(a, n, 2, argv);
 		char **envp = env_variant(a[1]);
 		fflush(stdout);
 		if (!strcmp(c, "spawn") || !strcmp(c, "spawnp")) {
@@ -1164,8 +1165,7 @@ static int one(char **a, int n)
 		int nf = atoi(a[1]);
 		storm_path = a[2];
 		pthread_t t[4];
-		for (int i = 0; i < 4; i++)
-			pthread_create(&t[i], NULL, storm, NULL);
+		storm_start(t);
 		int bad = 0;
 		for (int i = 0; i < nf; i++) {
 			pid_t pid = fork();
@@ -1176,9 +1176,7 @@ static int one(char **a, int n)
 			if (spawn_wait(pid) != 0)
 				bad++;
 		}
-		storm_stop = 1;
-		for (int i = 0; i < 4; i++)
-			pthread_join(t[i], NULL);
+		storm_end(t);
 		printf("forkstorm %d %s\n", bad, bad ? "FAIL" : "OK");
 		fflush(stdout);
 		return 3;
