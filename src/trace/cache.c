@@ -200,10 +200,7 @@ static void mark_if_forked(void)
 
 int kt_cache_fd(void)
 {
-	if (atomic_load_explicit(&state, memory_order_acquire) != READY ||
-	    kt_vfork_child == KT_VFORK_NO_FDS)
-		return -1;
-	return map.fd;
+	return atomic_load_explicit(&state, memory_order_acquire) == READY ? map.fd : -1;
 }
 
 void kt_cache_move_fd(void)

@@ -296,9 +296,10 @@ void kt_cache_move_fd(void);
 /* In the child of a fork: count it as a process of its own on its first
  * question. */
 void kt_cache_after_fork(void);
-/* Look up the real exec functions, and close, dup2 and dup3, now: the fork
- * and vfork hooks, before the child exists (a vfork child must not call
- * dlsym, which locks and may allocate in the parent's memory). */
+/* Look up the real functions now, before a child exists: the exec family
+ * (fork and vfork hooks), and close, dup2 and dup3 (vfork hook: a vfork
+ * child must not call dlsym, which locks and may allocate in the parent's
+ * memory). */
 void kt_exec_resolve(void);
 void kt_fd_resolve(void);
 
