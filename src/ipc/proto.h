@@ -46,6 +46,8 @@ enum kiln_msg_type {
 	KILN_MSG_EVENT       = 8, /* c->s: struct kiln_event_msg + path; no reply */
 	KILN_MSG_QUERY_DATA  = 9, /* c->s: struct kiln_query_data + a + b; s->c: VERDICT
 				   * with an enum kiln_data_answer */
+	KILN_MSG_NOTE        = 10, /* c->s: as QUERY, read classes only; no reply: the
+				    * path was absent, the client answered itself */
 };
 
 struct kiln_msg_hdr {

@@ -232,10 +232,12 @@ static void count(int hit, int listing)
 		__atomic_fetch_add(&s->listings, 1, __ATOMIC_RELAXED);
 }
 
-int kt_no_symlinks(const char *path, int nofollow)
+/* openat2(O_PATH, RESOLVE_NO_SYMLINKS) of absolute `path`: 1 when it
+ * opened (closed again), else -errno. */
+static long open_no_symlinks(const char *path, int nofollow)
 {
 	if (atomic_load_explicit(&no_openat2, memory_order_relaxed))
-		return 0;
+		return -ENOSYS;
 	struct open_how how = {
 		.flags = O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0),
 		.resolve = RESOLVE_NO_SYMLINKS,
@@ -247,9 +249,21 @@ int kt_no_symlinks(const char *path, int nofollow)
 	}
 	if (fd == -ENOSYS)
 		atomic_store_explicit(&no_openat2, 1, memory_order_relaxed);
+	return fd;
+}
+
+int kt_no_symlinks(const char *path, int nofollow)
+{
 	/* ENOENT: no symlink before the missing component (the walk stops
 	 * there, the server's too). ELOOP: a symlink. Anything else: ask. */
-	return fd == -ENOENT;
+	long r = open_no_symlinks(path, nofollow);
+	return r == 1 || r == -ENOENT;
+}
+
+int kt_cache_absent(const char *path, int nofollow)
+{
+	return atomic_load_explicit(&state, memory_order_acquire) == READY &&
+	       open_no_symlinks(path, nofollow) == -ENOENT;
 }
 
 /* Writes the access into a slot of the access log: 0 when there is none

@@ -394,6 +394,35 @@ static int ask_server(struct kt_question *req, size_t plen, unsigned access, uns
 	return (int)v.verdict;
 }
 
+#define NOTE_ACCESS (KILN_A_STAT | KILN_A_READ | KILN_A_EXEC | KILN_A_LIST)
+
+/* A read-class question the map did not answer, about a path that does not
+ * exist right now, with no symlink before its missing component: whatever
+ * the server would say (ALLOW, or HIDE), the call ends in the kernel's
+ * ENOENT. So it is answered ALLOW here and the server is told with a NOTE,
+ * over a connection this process already has, without waiting: it decides,
+ * logs and caches as for a QUERY (docs/verdict-cache.md, "Absent paths").
+ * 0: ask as usual (no connection free, a full socket, or the path is there). */
+static int note_absent(struct kt_question *req, size_t plen, unsigned access, unsigned qflags)
+{
+	if (access & ~NOTE_ACCESS)
+		return 0;
+	int slot = claim();
+	if (slot < 0)
+		return 0;
+	int fd = atomic_load(&pool[slot].fd);
+	int told = 0;
+	if (fd >= 0 && kt_cache_absent(req->path, (qflags & KILN_Q_NOFOLLOW) != 0)) {
+		req->h = (struct kiln_msg_hdr){ KILN_MSG_NOTE, 0, (uint32_t)(sizeof req->q + plen) };
+		req->q = (struct kiln_query){ access, qflags, (uint32_t)plen };
+		size_t len = sizeof req->h + req->h.len;
+		told = kt_sys6(SYS_sendto, fd, (long)req, (long)len, MSG_NOSIGNAL | MSG_DONTWAIT, 0,
+			       0) == (long)len;
+	}
+	unclaim(slot);
+	return told;
+}
+
 int kiln_ask_data(unsigned kind, unsigned arg, const char *a, const char *b)
 {
 	kt_init();
@@ -428,6 +457,8 @@ int kt_ask_question(struct kt_question *req, size_t plen, unsigned access, unsig
 	unsigned how;
 	if (kt_cache_ask(req->path, plen, access, qflags, 0, &cached, &how))
 		return cached;
+	if (note_absent(req, plen, access, qflags))
+		return KILN_V_ALLOW;
 	return ask_server(req, plen, access, qflags, NULL);
 }
 
@@ -444,6 +475,12 @@ int kt_ask_bound(struct kt_question *req, size_t plen, unsigned access, unsigned
 		b->id_flags = 0; /* a cache value has no identities */
 		b->cached = 1;
 		return cached;
+	}
+	if (!(flags & KILN_ASK_SERVER) && note_absent(req, plen, access, qflags)) {
+		/* Opened without following a symlink: one made meanwhile
+		 * sends the open to the server (ELOOP), as for an AREA value. */
+		*b = (struct kiln_binding){ .how = KILN_BIND_NO_SYMLINKS, .cached = 1 };
+		return KILN_V_ALLOW;
 	}
 	return ask_server(req, plen, access, qflags, b);
 }

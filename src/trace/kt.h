@@ -290,6 +290,10 @@ int kt_cache_ask_dir(const char *dir, const char *const *names, size_t n, unsign
 /* 1 when absolute `path` has no symlink on its way (the last component not
  * counted with nofollow), or does not exist past a symlink-free prefix. */
 int kt_no_symlinks(const char *path, int nofollow);
+/* 1 when this process has the map and absolute `path` does not exist, with
+ * no symlink before its missing component (the last one not followed with
+ * nofollow): a read-class question about it may be told, not asked. */
+int kt_cache_absent(const char *path, int nofollow);
 /* The map's fd (one of kiln's fds), or -1; moving it off its number. */
 int kt_cache_fd(void);
 void kt_cache_move_fd(void);

@@ -410,6 +410,30 @@ def test_strict_fails_on_violation(world, traced):
     assert t.finish(0)[0] == 0
 
 
+def test_notes_are_decided_and_logged_without_an_answer(world, traced):
+    """NOTE (a read-class question about an absent path the client answered
+    itself): decided, logged and reported as a QUERY, nothing sent back;
+    one with a write class is malformed."""
+    t = traced("--json", "-o", "report.json", "--log", "access.log")
+    c = connect(t)
+    c.send(tp.note(f"{world.inc}/none.h", tp.STAT))
+    c.send(tp.note(f"{world.inc}/foo.h", tp.READ))   # a client never sends that: it exists
+    assert c.ask(f"{world.inc}/dep.h", tp.READ) == tp.ALLOW   # the first answer is this one's
+    c2 = connect(t)
+    c2.send(tp.note(f"{world.inc}/none.h", tp.WRITE))
+    assert c2.closed()
+    rc, err = t.finish(0)
+    assert rc == 0, err
+    assert "closing the connection" in err
+    rep = json.loads((world.build / "report.json").read_text())
+    assert [h["path"] for h in rep["hidden"]] == [f"{world.inc}/foo.h"]
+    # (and those of the waiting traced command)
+    assert rep["cache"]["notes"] >= 2
+    assert rep["cache"]["round_trips"] == rep["totals"]["queries"] - rep["cache"]["notes"]
+    log = (world.build / "access.log").read_text().splitlines()
+    assert f"s------ allow {world.inc}/none.h" in log and f"-r----- hide {world.inc}/foo.h" in log
+
+
 def test_json_report_and_log(world, traced):
     t = traced("--json", "-o", "report.json", "--log", "access.log")
     c = connect(t)

@@ -8,7 +8,8 @@ MAGIC = 0x4E4C494B
 VERSION = 1
 MSG_MAX = 65536
 
-HELLO, HELLO_OK, REFUSED, QUERY, VERDICT, QUERY_DIR, VERDICT_DIR, EVENT, QUERY_DATA = range(1, 10)
+HELLO, HELLO_OK, REFUSED, QUERY, VERDICT, QUERY_DIR, VERDICT_DIR, EVENT, QUERY_DATA, NOTE = \
+    range(1, 11)
 # VERDICT: verdict, bind, id_flags, dev, ino, dir_dev, dir_ino (src/ipc/proto.h)
 VERDICT_MSG = struct.Struct("=IHHQQQQ")
 BIND_ANY, BIND_NO_SYMLINKS, BIND_IDENT = 0, 1, 2
@@ -36,6 +37,11 @@ def hello(version=VERSION, role=1, magic=MAGIC, pid=None):
 def query(path, access, qflags=0):
     p = path.encode() if isinstance(path, str) else path
     return msg(QUERY, struct.pack("=III", access, qflags, len(p)) + p)
+
+
+def note(path, access, qflags=0):
+    """A question the client answered itself (an absent path): no reply."""
+    return msg(NOTE, query(path, access, qflags)[HDR.size:])
 
 
 def query_dir(d, names):

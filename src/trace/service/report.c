@@ -390,6 +390,11 @@ done:
 	free(unk);
 }
 
+unsigned long tracelog_round_trips(const struct tracelog *t)
+{
+	return t->queries + t->dir_queries - (unsigned long)t->cache.notes;
+}
+
 void tracelog_write_stats(const struct tracelog *t, FILE *out)
 {
 	const struct trace_cache_figures *c = &t->cache;
@@ -398,8 +403,10 @@ void tracelog_write_stats(const struct tracelog *t, FILE *out)
 	fprintf(out, "  hits         %" PRIu64 " (%.1f%% of %" PRIu64 " questions)\n", c->hits,
 		asked ? 100.0 * (double)c->hits / (double)asked : 0.0, asked);
 	fprintf(out, "  misses       %" PRIu64 "\n", c->misses);
-	fprintf(out, "  round trips  %lu (%lu path queries, %lu listings)\n", t->queries + t->dir_queries,
-		t->queries, t->dir_queries);
+	fprintf(out, "  round trips  %lu (%lu path queries, %lu listings)\n", tracelog_round_trips(t),
+		t->queries - (unsigned long)c->notes, t->dir_queries);
+	fprintf(out, "  notes        %" PRIu64 " (absent paths the processes answered themselves)\n",
+		c->notes);
 	fprintf(out, "  listings     %" PRIu64 " answered from the cache\n", c->listings);
 	fprintf(out, "  map          %" PRIu64 " bytes, %" PRIu64 " entries\n", c->map_bytes, c->entries);
 	fprintf(out, "  processes    %zu\n", tracelog_processes(t));
@@ -704,9 +711,9 @@ int tracelog_write_json(const struct tracelog *t, const struct trace_diagnosis *
 		d->violations, t->server_cpu);
 	const struct trace_cache_figures *c = &t->cache;
 	fprintf(f, "\"cache\":{\"enabled\":%s,\"hits\":%" PRIu64 ",\"misses\":%" PRIu64
-		",\"round_trips\":%lu,\"listings\":%" PRIu64 ",\"map_bytes\":%" PRIu64
-		",\"entries\":%" PRIu64 "}}\n",
-		c->enabled ? "true" : "false", c->hits, c->misses, t->queries + t->dir_queries,
+		",\"round_trips\":%lu,\"notes\":%" PRIu64 ",\"listings\":%" PRIu64
+		",\"map_bytes\":%" PRIu64 ",\"entries\":%" PRIu64 "}}\n",
+		c->enabled ? "true" : "false", c->hits, c->misses, tracelog_round_trips(t), c->notes,
 		c->listings, c->map_bytes, c->entries);
 	free(hid);
 	free(ref);

@@ -35,4 +35,7 @@ int tracelog_write_log(const struct tracelog *t, const char *file, char *err, si
 /* `kiln trace --stats`: the verdict cache's figures as one block. */
 void tracelog_write_stats(const struct tracelog *t, FILE *out);
 
+/* Questions the server answered (NOTEs are decided but not answered). */
+unsigned long tracelog_round_trips(const struct tracelog *t);
+
 #endif

@@ -12,6 +12,7 @@
 
 #define ACCESS_ALL 0x7fu
 #define QFLAGS_ALL ((unsigned)(KILN_Q_NOFOLLOW | KILN_Q_PROBE))
+#define NOTE_ACCESS ((unsigned)(KILN_A_STAT | KILN_A_READ | KILN_A_EXEC | KILN_A_LIST))
 #define NAME_MAX_BYTES 255
 
 struct trace_service *trace_service_new(const struct policy *policy, struct sbx_oracle oracle,
@@ -85,14 +86,24 @@ static void bind_answer(const struct trace_service *ts, unsigned access, struct 
 	v->dir_ino = d->dir_ino;
 }
 
+/* The struct kiln_query of a QUERY or NOTE payload, its path in ts->path;
+ * -1 when malformed. */
+static int take_query(struct trace_service *ts, const char *payload, size_t len,
+		      struct kiln_query *q)
+{
+	if (len < sizeof *q)
+		return -1;
+	memcpy(q, payload, sizeof *q);
+	if (q->pathlen != len - sizeof *q || (q->access & ~ACCESS_ALL) || !q->access ||
+	    (q->qflags & ~QFLAGS_ALL) || take_path(ts, payload + sizeof *q, q->pathlen) < 0)
+		return -1;
+	return 0;
+}
+
 static int on_query(struct trace_service *ts, int client, int fd, const char *payload, size_t len)
 {
 	struct kiln_query q;
-	if (len < sizeof q)
-		return -1;
-	memcpy(&q, payload, sizeof q);
-	if (q.pathlen != len - sizeof q || (q.access & ~ACCESS_ALL) || !q.access ||
-	    (q.qflags & ~QFLAGS_ALL) || take_path(ts, payload + sizeof q, q.pathlen) < 0)
+	if (take_query(ts, payload, len, &q) < 0)
 		return -1;
 	sandbox_decide(&ts->sbx, client_pid(ts, client), ts->path, q.access, q.qflags, &ts->dec);
 	tracelog_query(&ts->log, client, ts->path, q.access, &ts->dec);
@@ -105,6 +116,23 @@ static int on_query(struct trace_service *ts, int client, int fd, const char *pa
 	if (ts->vc && !ts->report_only)
 		verdict_cache_query(ts->vc, ts->path, q.access, q.qflags, &ts->dec);
 	return kiln_msg_send(fd, KILN_MSG_VERDICT, &v, sizeof v, NULL, 0, MSG_DONTWAIT);
+}
+
+/* A read-class question about a path the client found absent, with no
+ * symlink on its way (docs/verdict-cache.md, "Absent paths"): every verdict
+ * ends in the real call's ENOENT, so the client did not wait. Decided,
+ * logged and cached as a QUERY is; nothing is sent back. */
+static int on_note(struct trace_service *ts, int client, const char *payload, size_t len)
+{
+	struct kiln_query q;
+	if (take_query(ts, payload, len, &q) < 0 || (q.access & ~NOTE_ACCESS))
+		return -1;
+	sandbox_decide(&ts->sbx, client_pid(ts, client), ts->path, q.access, q.qflags, &ts->dec);
+	tracelog_query(&ts->log, client, ts->path, q.access, &ts->dec);
+	if (ts->vc && !ts->report_only)
+		verdict_cache_query(ts->vc, ts->path, q.access, q.qflags, &ts->dec);
+	ts->log.cache.notes++;
+	return 0;
 }
 
 static int on_query_dir(struct trace_service *ts, int client, int fd, const char *payload, size_t len)
@@ -327,6 +355,8 @@ int trace_service_message(void *ctx, int client, int fd, const struct kiln_msg_h
 		return on_query_dir(ts, client, fd, payload, len);
 	case KILN_MSG_EVENT:
 		return on_event(ts, client, payload, len);
+	case KILN_MSG_NOTE:
+		return on_note(ts, client, payload, len);
 	case KILN_MSG_QUERY_DATA:
 		return on_query_data(ts, client, fd, payload, len);
 	default:

@@ -62,6 +62,7 @@ struct trace_event {
 struct trace_cache_figures {
 	bool enabled;
 	uint64_t hits, misses, listings, map_bytes, entries;
+	uint64_t notes; /* NOTE messages: questions decided without an answer sent */
 };
 
 struct tracelog {
