@@ -174,6 +174,35 @@ def test_fresh_temporary_files_cost_no_round_trip(world, kiln_bin, trace_cached)
         assert rts[30] - rts[5] >= 25 * 4, rts
 
 
+def test_fresh_names_beside_the_build_directory(world, kiln_bin, trace_cached):
+    """The build directory is a rule for a name in its parent (a build in
+    /tmp/pkg is one for /tmp): a rule with the parent's own action (allow)
+    changes no other name there, so fresh names beside the build directory
+    are answered from the parent's 'S' values too. A symlink made there to
+    a hidden file is still hidden."""
+    inc, area = world.inc, world.tmp / "area"
+    pkg = area / "pkg"
+    pkg.mkdir(parents=True)
+    rts = {}
+    for n in (5, 30):
+        script = (f"for i in $(seq {n}); do sh -c 'f={area}/cc$$.s; echo x > $f; "
+                  f"cat $f >/dev/null; rm $f'; done; ln -sf {inc}/foo.h {area}/evil.h; "
+                  f"cat {area}/evil.h; echo $?")
+        r = run([kiln_bin, "trace", *world.args, "--json", "-o", pkg / "r.json", "--log",
+                 pkg / "r.log", "--", "sh", "-c", script], cwd=pkg)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout == "1\n" and "No such file" in r.stderr, (r.stdout, r.stderr)
+        assert f"{inc}/foo.h" in [h["path"] for h in cache_json(pkg / "r.json")["hidden"]]
+        made = [line for line in (pkg / "r.log").read_text().splitlines() if "/cc" in line]
+        assert len(made) == n, made
+        rts[n] = cache_json(pkg / "r.json")["cache"]["round_trips"]
+        (area / "evil.h").unlink()
+    if trace_cached:
+        assert rts[30] - rts[5] <= 2, rts
+    else:
+        assert rts[30] - rts[5] >= 25 * 4, rts
+
+
 def test_absent_paths_are_told_not_asked(world, kiln_bin, helper, trace_cached):
     """A read-class question about a path that does not exist, with no
     symlink before its missing name, ends in ENOENT whatever the verdict: a

@@ -234,6 +234,34 @@ static void test_area_verdicts_need_a_symlink_free_path(void **state)
 	touch("/build/f.c");
 }
 
+/* A policy of "/" read, /tmp allowed, and `rule` for /tmp/build. */
+static bool tmp_names_with(enum policy_action rule)
+{
+	struct policy p;
+	policy_init(&p);
+	assert_int_equal(policy_add(&p, POLICY_READ, "/", err, sizeof err), 0);
+	assert_int_equal(policy_add(&p, POLICY_ALLOW, "/tmp", err, sizeof err), 0);
+	assert_int_equal(policy_add(&p, rule, "/tmp/build", err, sizeof err), 0);
+	policy_compile(&p);
+	bool names = verdict_cache_area_names(&p, "/tmp");
+	policy_free(&p);
+	return names;
+}
+
+static void test_names_beside_a_rule_of_the_same_action(void **state)
+{
+	(void)state;
+	/* the build directory allowed inside /tmp: every other name of /tmp
+	 * is allowed just the same, so /tmp keeps its 'S' values; a rule that
+	 * makes the name differ (read: writes refused; deny; ask) withholds
+	 * them */
+	assert_true(tmp_names_with(POLICY_ALLOW));
+	assert_false(tmp_names_with(POLICY_READ));
+	assert_false(tmp_names_with(POLICY_DENY));
+	assert_false(tmp_names_with(POLICY_ASK));
+	assert_false(tmp_names_with(POLICY_OWNED));
+}
+
 struct logged {
 	char paths[8][PATH_MAX + 64];
 	unsigned access[8];
@@ -390,6 +418,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_stable_verdicts),
 		cmocka_unit_test(test_area_verdicts_need_a_symlink_free_path),
 		cmocka_unit_test(test_fresh_names_in_an_area_directory),
+		cmocka_unit_test(test_names_beside_a_rule_of_the_same_action),
 		cmocka_unit_test(test_listings),
 		cmocka_unit_test(test_counters_and_pids),
 	};

@@ -226,11 +226,15 @@ bool verdict_cache_area_names(const struct policy *p, const char *dir)
 		return false;
 	/* A name X of dir is covered by the rules covering dir (walk_clean
 	 * checked those) and by a rule for dir/X itself; rules deeper down
-	 * (the build directory inside /tmp) cover other nodes. */
+	 * cover other nodes. A rule for dir/X with the action every other name
+	 * of dir has (the build directory `allow`ed inside /tmp) changes
+	 * nothing for X; any other withholds the value. */
+	enum policy_action here = policy_action_for(p, dir);
 	for (size_t i = 0; i < p->n; i++) {
 		const struct policy_rule *r = &p->rules[i];
 		if (r->len > dl + 1 && !strncmp(r->prefix, dir, dl) && r->prefix[dl] == '/' &&
-		    !memchr(r->prefix + dl + 1, '/', r->len - dl - 1))
+		    !memchr(r->prefix + dl + 1, '/', r->len - dl - 1) &&
+		    !(r->action == here && here < POLICY_ASK))
 			return false;
 	}
 	return true;
