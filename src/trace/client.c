@@ -479,7 +479,10 @@ int kt_ask_bound(struct kt_question *req, size_t plen, unsigned access, unsigned
 	if (!(flags & KILN_ASK_SERVER) && note_absent(req, plen, access, qflags)) {
 		/* Opened without following a symlink: one made meanwhile
 		 * sends the open to the server (ELOOP), as for an AREA value. */
-		*b = (struct kiln_binding){ .how = KILN_BIND_NO_SYMLINKS, .cached = 1 };
+		*b = (struct kiln_binding){
+			.how = (flags & KILN_ASK_BIND) ? KILN_BIND_NO_SYMLINKS : KILN_BIND_ANY,
+			.cached = 1,
+		};
 		return KILN_V_ALLOW;
 	}
 	return ask_server(req, plen, access, qflags, b);
