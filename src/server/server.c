@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ipc/handshake.h"
@@ -251,6 +252,13 @@ static void serve_one(struct loop *l, int fd)
 }
 
 /* Reads what the owner wrote on the lifeline; returns true at EOF. */
+static long long now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
 static bool read_lifeline(int fd, char *note, size_t notelen, size_t *got)
 {
 	char tmp[256];
@@ -305,9 +313,15 @@ int kiln_server_run(int listen_fd, int lifeline_fd, const struct kiln_service *s
 		snprintf(err, errlen, "epoll_ctl: %s", strerror(errno));
 		goto out;
 	}
+	int tick_ms = svc->tick && svc->tick_ms > 0 ? svc->tick_ms : -1;
+	long long last_tick = now_ms();
 	for (bool stop = false; !stop;) {
 		struct epoll_event evs[64];
-		int n = epoll_wait(l.ep, evs, 64, -1);
+		int n = epoll_wait(l.ep, evs, 64, tick_ms);
+		if (tick_ms > 0 && now_ms() - last_tick >= tick_ms) {
+			svc->tick(svc->ctx);
+			last_tick = now_ms();
+		}
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;

@@ -34,6 +34,10 @@ struct kiln_service {
 	const unsigned char *ident;
 	size_t identlen;
 	const char *name; /* in messages; NULL = "kiln trace" */
+	/* Optional: called about every tick_ms milliseconds while the server
+	 * runs (after the messages of a turn, or when none came). */
+	void (*tick)(void *ctx);
+	int tick_ms;
 };
 
 struct kiln_server_stats {

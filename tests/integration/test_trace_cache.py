@@ -80,8 +80,8 @@ def test_repeated_questions_hit_the_cache(world, kiln_bin, helper, trace_cached)
     r = traced_sh(kiln_bin, world, script, "--stats", "--json", "-o", b / "r.json")
     assert r.returncode == 0, r.stderr
     c = cache_json(b / "r.json")["cache"]
-    assert set(c) == {"enabled", "hits", "misses", "round_trips", "notes", "listings", "map_bytes",
-                      "entries"}
+    assert set(c) == {"enabled", "hits", "misses", "round_trips", "notes", "logged", "listings",
+                      "map_bytes", "entries"}
     assert re.search(r"verdict cache (on|off)", r.stderr)
     assert f"round trips  {c['round_trips']} " in r.stderr
     assert f"notes        {c['notes']} " in r.stderr
@@ -172,6 +172,32 @@ def test_fresh_temporary_files_cost_no_round_trip(world, kiln_bin, trace_cached)
         assert rts[30] - rts[5] <= 2, rts
     else:
         assert rts[30] - rts[5] >= 25 * 4, rts
+
+
+def test_logged_names_become_hits(world, kiln_bin, trace_cached):
+    """The server reads the access log while the build runs and gives each
+    believed slot's own key the AREA value: a file the build made, read by
+    one process (a fresh name, logged), is a hit for every later reader,
+    which takes no slot of the log. The log lists it as with --no-cache."""
+    b = world.build
+    (b / "tmp").mkdir()
+    logged, logs = {}, {}
+    for n in (5, 30):
+        for mode in ([], ["--no-cache"]):
+            script = ("echo > tmp/a; cat tmp/a; echo x > tmp/shared.h; cat tmp/shared.h; sleep 0.5; "
+                      f"for i in $(seq {n}); do cat tmp/shared.h >/dev/null; done")
+            r = traced_sh(kiln_bin, world, script, *mode, "--json", "-o", b / "r.json", "--log",
+                          b / "r.log")
+            assert r.returncode == 0, r.stderr
+            logged[(n, bool(mode))] = cache_json(b / "r.json")["cache"]["logged"]
+            logs[(n, bool(mode))] = sorted(line for line in (b / "r.log").read_text().splitlines()
+                                           if "/tmp/" in line)
+            (b / "tmp" / "a").unlink()
+            (b / "tmp" / "shared.h").unlink()
+        assert logs[(n, False)] == logs[(n, True)], logs
+    assert logged[(5, True)] == logged[(30, True)] == 0, logged
+    if trace_cached:
+        assert 1 <= logged[(5, False)] == logged[(30, False)], logged
 
 
 def test_fresh_names_beside_the_build_directory(world, kiln_bin, trace_cached):

@@ -54,6 +54,11 @@ int trace_service_look(void *ts, const char *path, struct locale_seen *seen);
 /* The server hooks of the service. */
 struct kiln_service trace_service_hooks(struct trace_service *ts);
 
+/* The accesses clients answered from 'S' values since the last call
+ * (verdict_cache_read_log), logged as a round trip would have been; the
+ * server's tick calls it during the build, the end of the run once more. */
+void trace_service_read_access_log(struct trace_service *ts);
+
 /* The handlers themselves (exposed for unit tests). */
 int trace_service_hello(void *ctx, pid_t pid, const char *cmdline, size_t len);
 int trace_service_message(void *ctx, int client, int fd, const struct kiln_msg_hdr *h,

@@ -24,16 +24,6 @@
 
 /* "R" and NAME=VALUE lines for the build's environment (the trusted
  * libraries, trusted.h; the plans made ahead), or "E" and an error message. */
-/* An access a client answered from an 'S' value (verdict_cache_read_log):
- * logged as the server would have on a round trip; never a finding (the
- * area rule allows it), so who asked first is not needed. */
-static void logged_access(void *ctx, pid_t pid, const char *path, unsigned access)
-{
-	(void)pid;
-	struct sbx_decision d = { .verdict = KILN_V_ALLOW, .reason = SBX_OK };
-	tracelog_seen(ctx, -1, path, access, &d);
-}
-
 static void say_ready(int fd, const char *err, const char *vars)
 {
 	char buf[4096];
@@ -200,7 +190,8 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 		ts->log.server_cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
 				     (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 	if (ts->vc) {
-		verdict_cache_read_log(ts->vc, logged_access, &ts->log);
+		trace_service_read_access_log(ts);
+		ts->log.cache.logged = ts->vc->logged;
 		struct verdict_cache_stats cs;
 		verdict_cache_stats(ts->vc, &cs);
 		ts->log.cache.hits = cs.hits;

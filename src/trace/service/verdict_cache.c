@@ -372,7 +372,12 @@ static bool slot_path_clean(const char *p)
 	}
 }
 
-size_t verdict_cache_read_log(const struct verdict_cache *vc,
+static bool slot_read(const struct verdict_cache *vc, uint64_t i)
+{
+	return vc->log_read[i / 8] & (1u << (i % 8));
+}
+
+size_t verdict_cache_read_log(struct verdict_cache *vc,
 			      void (*seen)(void *ctx, pid_t pid, const char *path, unsigned access),
 			      void *ctx)
 {
@@ -384,10 +389,13 @@ size_t verdict_cache_read_log(const struct verdict_cache *vc,
 	const struct vc_log_slot *slots =
 		(const struct vc_log_slot *)((const char *)vc->ctr + vc->log_off);
 	size_t believed = 0;
-	for (uint64_t i = 0; i < next; i++) {
+	for (uint64_t i = vc->log_from; i < next; i++) {
+		if (slot_read(vc, i))
+			continue;
 		uint32_t commit = __atomic_load_n(&slots[i].commit, __ATOMIC_ACQUIRE);
 		if ((commit >> 16) != VC_LOG_MAGIC)
-			continue; /* a writer killed before committing */
+			continue; /* being written, or its writer was killed: next time */
+		vc->log_read[i / 8] |= (unsigned char)(1u << (i % 8));
 		char path[VC_LOG_PATH];
 		memcpy(path, slots[i].path, sizeof path);
 		int32_t pid = slots[i].pid;
@@ -395,17 +403,23 @@ size_t verdict_cache_read_log(const struct verdict_cache *vc,
 			continue;
 		unsigned access = (commit >> 8) & 0xff, qflags = commit & 0xff;
 		const char *slash = strrchr(path, '/');
-		size_t dl = (size_t)(slash - path);
+		size_t dl = (size_t)(slash - path), plen = strlen(path);
 		char key[SHMMAP_MAX_KEY];
 		size_t klen = vc_key_names(key, path, dl, access, qflags);
 		uint64_t v;
 		unsigned kind, ans;
-		if (!dl || !klen || !shmmap_lookup((struct shmmap *)&vc->map, key, klen, &v) ||
+		if (!dl || !klen || !shmmap_lookup(&vc->map, key, klen, &v) ||
 		    !vc_parse(v, &kind, &ans) || kind != VC_AREA || ans != KILN_V_ALLOW)
 			continue;
 		seen(ctx, (pid_t)pid, path, access);
+		/* What the 'S' value says of every name there, said of this one. */
+		put(vc, key, vc_key_verdict(key, path, plen, access, qflags),
+		    vc_value(VC_AREA, KILN_V_ALLOW));
 		believed++;
 	}
+	while (vc->log_from < next && slot_read(vc, vc->log_from))
+		vc->log_from++;
+	vc->logged += believed;
 	return believed;
 }
 

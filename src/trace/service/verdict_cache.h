@@ -35,6 +35,9 @@ struct verdict_cache {
 	struct sandbox *sbx;
 	unsigned long inserts, full;
 	bool stop;               /* the map is full: no more inserts */
+	unsigned char log_read[VC_LOG_SLOTS / 8]; /* access-log slots handled */
+	uint64_t log_from;       /* every slot below was handled */
+	uint64_t logged;         /* slots believed */
 };
 
 /* Creates the map at `path` (mode 0400: the server's fd is the only
@@ -65,11 +68,14 @@ struct verdict_cache_stats {
 };
 void verdict_cache_stats(const struct verdict_cache *vc, struct verdict_cache_stats *st);
 
-/* After the build: each access the clients answered from an 'S' value and
- * wrote into the access log, whose 'S' value the map really holds, is given
- * to seen(ctx, pid, path, access) with the AREA verdict ALLOW. Returns the
- * number of slots believed. */
-size_t verdict_cache_read_log(const struct verdict_cache *vc,
+/* During the build (every tick) and after it: each access the clients
+ * answered from an 'S' value and wrote into the access log since the last
+ * call, whose 'S' value the map really holds, is given once to seen(ctx,
+ * pid, path, access) with the AREA verdict ALLOW, and its own key gets the
+ * AREA value ALLOW, so later askers hit it without a slot. A slot taken but
+ * not yet committed is looked at again next time. Returns the number of
+ * slots believed in this call. */
+size_t verdict_cache_read_log(struct verdict_cache *vc,
 			      void (*seen)(void *ctx, pid_t pid, const char *path, unsigned access),
 			      void *ctx);
 
