@@ -251,7 +251,6 @@ static void serve_one(struct loop *l, int fd)
 	}
 }
 
-/* Reads what the owner wrote on the lifeline; returns true at EOF. */
 static long long now_ms(void)
 {
 	struct timespec t;
@@ -259,6 +258,7 @@ static long long now_ms(void)
 	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+/* Reads what the owner wrote on the lifeline; returns true at EOF. */
 static bool read_lifeline(int fd, char *note, size_t notelen, size_t *got)
 {
 	char tmp[256];

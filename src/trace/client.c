@@ -394,8 +394,6 @@ static int ask_server(struct kt_question *req, size_t plen, unsigned access, uns
 	return (int)v.verdict;
 }
 
-#define NOTE_ACCESS (KILN_A_STAT | KILN_A_READ | KILN_A_EXEC | KILN_A_LIST)
-
 /* A read-class question the map did not answer, about a path that does not
  * exist right now, with no symlink before its missing component: whatever
  * the server would say (ALLOW, or HIDE), the call ends in the kernel's
@@ -405,7 +403,7 @@ static int ask_server(struct kt_question *req, size_t plen, unsigned access, uns
  * 0: ask as usual (no connection free, a full socket, or the path is there). */
 static int note_absent(struct kt_question *req, size_t plen, unsigned access, unsigned qflags)
 {
-	if (access & ~NOTE_ACCESS)
+	if (access & ~KILN_A_READ_CLASSES)
 		return 0;
 	int slot = claim();
 	if (slot < 0)

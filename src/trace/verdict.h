@@ -26,6 +26,9 @@ enum kiln_access {
 	KILN_A_CREATE = 1u << 5, /* a new name: O_CREAT, mkdir, symlink, link, rename target */
 	KILN_A_DELETE = 1u << 6, /* unlink, rmdir, rename source */
 };
+/* The classes that only read: for a path that does not exist, every verdict
+ * ends in ENOENT (a NOTE may carry only these: docs/verdict-cache.md). */
+#define KILN_A_READ_CLASSES (KILN_A_STAT | KILN_A_READ | KILN_A_EXEC | KILN_A_LIST)
 
 enum kiln_verdict {
 	KILN_V_ALLOW = 0,

@@ -12,7 +12,6 @@
 
 #define ACCESS_ALL 0x7fu
 #define QFLAGS_ALL ((unsigned)(KILN_Q_NOFOLLOW | KILN_Q_PROBE))
-#define NOTE_ACCESS ((unsigned)(KILN_A_STAT | KILN_A_READ | KILN_A_EXEC | KILN_A_LIST))
 #define NAME_MAX_BYTES 255
 
 struct trace_service *trace_service_new(const struct policy *policy, struct sbx_oracle oracle,
@@ -125,7 +124,7 @@ static int on_query(struct trace_service *ts, int client, int fd, const char *pa
 static int on_note(struct trace_service *ts, int client, const char *payload, size_t len)
 {
 	struct kiln_query q;
-	if (take_query(ts, payload, len, &q) < 0 || (q.access & ~NOTE_ACCESS))
+	if (take_query(ts, payload, len, &q) < 0 || (q.access & ~KILN_A_READ_CLASSES))
 		return -1;
 	sandbox_decide(&ts->sbx, client_pid(ts, client), ts->path, q.access, q.qflags, &ts->dec);
 	tracelog_query(&ts->log, client, ts->path, q.access, &ts->dec);
