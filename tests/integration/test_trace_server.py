@@ -427,9 +427,10 @@ def test_notes_are_decided_and_logged_without_an_answer(world, traced):
     assert "closing the connection" in err
     rep = json.loads((world.build / "report.json").read_text())
     assert [h["path"] for h in rep["hidden"]] == [f"{world.inc}/foo.h"]
-    # (and those of the waiting traced command)
+    # (and those of the waiting traced command; a note told again before
+    # the first was read is counted, not decided twice)
     assert rep["cache"]["notes"] >= 2
-    assert rep["cache"]["round_trips"] == rep["totals"]["queries"] - rep["cache"]["notes"]
+    assert 2 <= rep["totals"]["queries"] - rep["cache"]["round_trips"] <= rep["cache"]["notes"]
     log = (world.build / "access.log").read_text().splitlines()
     assert f"s------ allow {world.inc}/none.h" in log and f"-r----- hide {world.inc}/foo.h" in log
 

@@ -392,7 +392,7 @@ done:
 
 unsigned long tracelog_round_trips(const struct tracelog *t)
 {
-	return t->queries + t->dir_queries - (unsigned long)t->cache.notes;
+	return t->queries + t->dir_queries - (unsigned long)t->cache.notes_decided;
 }
 
 void tracelog_write_stats(const struct tracelog *t, FILE *out)
@@ -404,7 +404,7 @@ void tracelog_write_stats(const struct tracelog *t, FILE *out)
 		asked ? 100.0 * (double)c->hits / (double)asked : 0.0, asked);
 	fprintf(out, "  misses       %" PRIu64 "\n", c->misses);
 	fprintf(out, "  round trips  %lu (%lu path queries, %lu listings)\n", tracelog_round_trips(t),
-		t->queries - (unsigned long)c->notes, t->dir_queries);
+		t->queries - (unsigned long)c->notes_decided, t->dir_queries);
 	fprintf(out, "  notes        %" PRIu64 " (absent paths the processes answered themselves)\n",
 		c->notes);
 	fprintf(out, "  logged       %" PRIu64 " (fresh names answered from directory values)\n",

@@ -126,11 +126,16 @@ static int on_note(struct trace_service *ts, int client, const char *payload, si
 	struct kiln_query q;
 	if (take_query(ts, payload, len, &q) < 0 || (q.access & ~KILN_A_READ_CLASSES))
 		return -1;
+	ts->log.cache.notes++;
+	/* Told again before the first one was read (by this process or
+	 * another): the answer is in the map already, as for a hit. */
+	if (ts->vc && !ts->report_only && verdict_cache_has(ts->vc, ts->path, q.access, q.qflags))
+		return 0;
+	ts->log.cache.notes_decided++;
 	sandbox_decide(&ts->sbx, client_pid(ts, client), ts->path, q.access, q.qflags, &ts->dec);
 	tracelog_query(&ts->log, client, ts->path, q.access, &ts->dec);
 	if (ts->vc && !ts->report_only)
 		verdict_cache_query(ts->vc, ts->path, q.access, q.qflags, &ts->dec);
-	ts->log.cache.notes++;
 	return 0;
 }
 

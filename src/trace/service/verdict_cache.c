@@ -258,6 +258,15 @@ static void put_names(struct verdict_cache *vc, const char *path, unsigned acces
 	put(vc, key, vc_key_names(key, dir, dl, access, qflags), vc_value(VC_AREA, KILN_V_ALLOW));
 }
 
+bool verdict_cache_has(const struct verdict_cache *vc, const char *path, unsigned access,
+		       unsigned qflags)
+{
+	char key[SHMMAP_MAX_KEY];
+	uint64_t v;
+	size_t klen = vc_key_verdict(key, path, strlen(path), access, qflags);
+	return klen && shmmap_lookup((struct shmmap *)&vc->map, key, klen, &v);
+}
+
 void verdict_cache_query(struct verdict_cache *vc, const char *path, unsigned access,
 			 unsigned qflags, const struct sbx_decision *d)
 {

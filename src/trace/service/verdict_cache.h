@@ -47,6 +47,10 @@ int verdict_cache_create(struct verdict_cache *vc, const char *path, struct sand
 			 char *err, size_t errlen);
 void verdict_cache_close(struct verdict_cache *vc);
 
+/* Whether the map holds a value for this question's own key. */
+bool verdict_cache_has(const struct verdict_cache *vc, const char *path, unsigned access,
+		       unsigned qflags);
+
 /* After a QUERY decided as d (enforcing: the verdict sent is d->verdict). */
 void verdict_cache_query(struct verdict_cache *vc, const char *path, unsigned access,
 			 unsigned qflags, const struct sbx_decision *d);
