@@ -403,14 +403,17 @@ static int ask_server(struct kt_question *req, size_t plen, unsigned access, uns
  * 0: ask as usual (no connection free, a full socket, or the path is there). */
 static int note_absent(struct kt_question *req, size_t plen, unsigned access, unsigned qflags)
 {
-	if (access & ~KILN_A_READ_CLASSES)
+	/* The cheap tests first: --no-cache and vfork children never tell,
+	 * and only an absent path needs a connection claimed. */
+	if ((access & ~KILN_A_READ_CLASSES) || kt_vfork_child ||
+	    !kt_cache_absent(req->path, (qflags & KILN_Q_NOFOLLOW) != 0))
 		return 0;
 	int slot = claim();
 	if (slot < 0)
 		return 0;
 	int fd = atomic_load(&pool[slot].fd);
 	int told = 0;
-	if (fd >= 0 && kt_cache_absent(req->path, (qflags & KILN_Q_NOFOLLOW) != 0)) {
+	if (fd >= 0) {
 		req->h = (struct kiln_msg_hdr){ KILN_MSG_NOTE, 0, (uint32_t)(sizeof req->q + plen) };
 		req->q = (struct kiln_query){ access, qflags, (uint32_t)plen };
 		size_t len = sizeof req->h + req->h.len;
