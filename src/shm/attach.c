@@ -198,6 +198,7 @@ static int attach(struct shmmap *m, int fd, int own, const char *path, int mode,
 	m->safe_size = (uint64_t)st.st_size;
 	m->root_off = h.root_off;
 	m->seed = h.seed;
+	m->tag = h.tag;
 	m->root_bits = h.root_bits;
 	m->subtrie_bits = h.subtrie_bits;
 	m->fd = fd;

@@ -80,6 +80,7 @@ static int plan(const struct shmmap_params *p, struct shmmap_header *h, struct s
 	h->subtrie_bits = d.subtrie_bits;
 	h->seed = d.seed;
 	h->max_key = SHMMAP_MAX_KEY;
+	h->tag = d.tag;
 	atomic_init(&h->committed, d.initial_size);
 	atomic_init(&h->alloc_end, SHMMAP_HEADER_SIZE + (8ull << d.root_bits));
 	atomic_init(&h->entries, 0);

@@ -36,7 +36,7 @@ struct shmmap_header {
 	uint32_t subtrie_bits;
 	uint64_t seed;
 	uint64_t max_key;
-	uint64_t reserved0;
+	uint64_t tag;               /* the creator's (shmmap_params.tag); 0: none */
 	_Atomic uint64_t committed; /* @64: file size published with CAS-max */
 	uint64_t pad1[7];
 	_Atomic uint64_t alloc_end; /* @128: bump allocator */

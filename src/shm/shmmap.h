@@ -54,6 +54,7 @@ struct shmmap {
 	uint64_t safe_size;      /* bytes verified backed by the file (atomic, grows) */
 	uint64_t root_off;
 	uint64_t seed;
+	uint64_t tag;             /* the header's tag, as created (shmmap_params.tag) */
 	uint32_t root_bits;
 	uint32_t subtrie_bits;
 	int fd;
@@ -72,6 +73,9 @@ struct shmmap_params {
 	unsigned subtrie_bits; /* each subtrie has 2^subtrie_bits slots (default 4) */
 	uint64_t seed;         /* hash seed (default: from the clock and pid) */
 	unsigned mode;         /* file mode for shmmap_create (default 0600) */
+	uint64_t tag;          /* the creator's mark in the header, read back by every
+	                          attach from its header copy (no lookup, no page
+	                          touched): what kind of map this is (default 0) */
 };
 
 /* Creates a new map file at `path` (refuses to replace an existing file; the

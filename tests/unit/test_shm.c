@@ -683,6 +683,33 @@ static void full_at_maximum(void **state)
 	shm_test_rmdir(dir);
 }
 
+/* The creator's tag is in the header and every attach reads it back; a map
+ * created without one has 0. */
+static void tag_is_read_back(void **state)
+{
+	(void)state;
+	char *dir = shm_test_dir();
+	char path[600], plainp[600], err[256];
+	snprintf(path, sizeof path, "%s/tagged", dir);
+	snprintf(plainp, sizeof plainp, "%s/untagged", dir);
+	struct shmmap m, ro;
+	struct shmmap_params p = { .initial_size = 64 << 10, .max_size = 256 << 10,
+				   .tag = 0x1122334455667788ull };
+	assert_int_equal(shmmap_create(&m, path, &p, err, sizeof err), 0);
+	assert_true(m.tag == p.tag);
+	assert_int_equal(shmmap_attach(&ro, path, SHMMAP_RDONLY, err, sizeof err), 0);
+	assert_true(ro.tag == p.tag);
+	shmmap_detach(&ro);
+	shmmap_detach(&m);
+	p.tag = 0;
+	assert_int_equal(shmmap_create(&m, plainp, &p, err, sizeof err), 0);
+	shmmap_detach(&m);
+	assert_int_equal(shmmap_attach(&ro, plainp, SHMMAP_RDONLY, err, sizeof err), 0);
+	assert_true(ro.tag == 0);
+	shmmap_detach(&ro);
+	shm_test_rmdir(dir);
+}
+
 static void fsize_child(void *arg)
 {
 	const char *dir = arg;
@@ -806,6 +833,7 @@ int main(void)
 		T(works_across_fork),
 		cmocka_unit_test(detached_handle_is_harmless),
 		cmocka_unit_test(full_at_maximum),
+		cmocka_unit_test(tag_is_read_back),
 		cmocka_unit_test(refused_growth_is_full_not_sigbus),
 		cmocka_unit_test(memfd_sealed_and_attach_fd),
 #undef T
