@@ -4,9 +4,9 @@
  * The map is attached lazily on a process's first question (raw open
  * O_RDONLY, mapped PROT_READ: this process can never write a verdict), its
  * fd moved above KT_FD_MIN like the connections and protected the same way.
- * A map that cannot be opened, fails its header check or lacks the format
- * marker turns the cache off for this process, with one message: every
- * question then takes the round trip, as with --no-cache.
+ * A map that cannot be opened, fails its header check or lacks the verdict
+ * cache's header tag turns the cache off for this process, with one
+ * message: every question then takes the round trip, as with --no-cache.
  *
  * A STABLE value is the answer. An AREA value is the answer only if the path
  * has no symlink on its way right now: openat2(O_PATH, RESOLVE_NO_SYMLINKS),
@@ -143,8 +143,7 @@ static struct shmmap *attach(void)
 		return NULL;
 	}
 	map.own_fd = 1;
-	uint64_t v;
-	if (!shmmap_lookup(&map, VC_MARKER, VC_MARKER_LEN, &v) || v != vc_value(VC_FORMAT, 0)) {
+	if (map.tag != VC_TAG) {
 		shmmap_detach(&map);
 		say_off(path, "not a kiln verdict cache of format 1");
 		return NULL;
@@ -356,6 +355,24 @@ hit_allow:
 miss:
 	count(0, 0);
 	return 0;
+}
+
+int kt_cache_exec_plain(char *abs, size_t plen, unsigned qflags)
+{
+	struct shmmap *m = get();
+	if (!m)
+		return 0;
+	size_t klen = vc_key_verdict(abs, abs, plen, KILN_A_EXEC, qflags);
+	uint64_t v;
+	unsigned kind, ans;
+	int plain = klen && shmmap_lookup(m, abs, klen, &v) && vc_parse(v, &kind, &ans) &&
+		    kind == VC_STABLE && ans == KILN_V_ALLOW && (vc_flags(v) & VC_F_PLAIN_EXEC);
+	abs[plen] = '\0';
+	if (!plain)
+		return 0;
+	mark_if_forked();
+	count(1, 0);
+	return 1;
 }
 
 int kt_cache_ask_key(const char *key, size_t klen, int *answer)

@@ -285,6 +285,11 @@ int kt_cache_ask(char *abs, size_t plen, unsigned access, unsigned qflags, int b
 /* A STABLE answer stored under a key of its own (vcache.h): 1 and *answer,
  * or 0. */
 int kt_cache_ask_key(const char *key, size_t klen, int *answer);
+/* 1 when the map says an exec of the path in `abs` (plen bytes, in a
+ * buffer as for kt_cache_ask) is allowed and runs a program with nothing to
+ * report or check (VC_F_PLAIN_EXEC): the exec check is then done. Else 0,
+ * counting nothing (the check goes on and asks as usual). */
+int kt_cache_exec_plain(char *abs, size_t plen, unsigned qflags);
 /* Same for a listing batch: 1 with hidden[] filled, or 0. */
 int kt_cache_ask_dir(const char *dir, const char *const *names, size_t n, unsigned char *hidden);
 /* 1 when absolute `path` has no symlink on its way (the last component not

@@ -10,8 +10,8 @@
  *   dir  \0 'E' name               whether entry `name` of dir is hidden
  *   dir  \0 'S' access qflags      the AREA verdict of every name directly in
  *                                  dir (a fresh temporary file's first asking)
- * plus one marker key naming the format, and the plans of glibc's own data
- * loads (kiln_ask_data), whose keys start with a NUL byte (no path does):
+ * and the plans of glibc's own data loads (kiln_ask_data), whose keys start
+ * with a NUL byte (no path does):
  *   \0 'G' kind arg(4 bytes) a \0 b    an enum kiln_data_answer */
 #ifndef KILN_TRACE_VCACHE_H
 #define KILN_TRACE_VCACHE_H
@@ -22,15 +22,17 @@
 
 #include "shm/shmmap.h"
 
-#define VC_FORMAT     1u
-#define VC_MARKER     "\0kiln-verdict-cache" /* key; value: vc_value(VC_FORMAT, 0) */
-#define VC_MARKER_LEN (sizeof VC_MARKER - 1)
+#define VC_FORMAT 1u
+/* The map's header tag (shmmap_params.tag): "kilnvc" and the format. A
+ * client checks it in the header copy its attach reads anyway, where a
+ * marker key cost a lookup: two page faults in every new process. */
+#define VC_TAG (0x6b696c6e76630000ull | VC_FORMAT)
 
 #define VC_COUNTERS_SUFFIX ".stats"  /* the statistics file: map path + this */
 
 /* Value: magic in the top 16 bits (a value without it is garbage: the
- * client asks the server instead), the kind in bits 8..15, the answer in
- * bits 0..7. */
+ * client asks the server instead), flags in bits 16..23, the kind in bits
+ * 8..15, the answer in bits 0..7. */
 #define VC_VALUE_MAGIC 0x564bull
 
 enum vc_kind {
@@ -45,18 +47,42 @@ enum vc_listing {
 	VC_LIST_NONE    = 2, /* no entry can be hidden */
 };
 
-static inline uint64_t vc_value(unsigned kind, unsigned answer)
+/* Flags of a value. */
+enum {
+	/* A STABLE ALLOW of the exec class whose file the server read when it
+	 * answered: a dynamic ELF (or a file the kernel refuses or runs without
+	 * an interpreter kiln checks), neither set-id nor a #! script
+	 * (execfile.h: no facts). The exec check runs it by path at once. */
+	VC_F_PLAIN_EXEC = 1,
+};
+#define VC_F_KNOWN VC_F_PLAIN_EXEC
+
+static inline uint64_t vc_value_flags(unsigned kind, unsigned answer, unsigned flags)
 {
-	return (VC_VALUE_MAGIC << 48) | ((uint64_t)(kind & 0xff) << 8) | (answer & 0xff);
+	return (VC_VALUE_MAGIC << 48) | ((uint64_t)(flags & 0xff) << 16) |
+	       ((uint64_t)(kind & 0xff) << 8) | (answer & 0xff);
 }
 
-/* 1 and the kind and answer of a well-formed value, else 0. */
+static inline uint64_t vc_value(unsigned kind, unsigned answer)
+{
+	return vc_value_flags(kind, answer, 0);
+}
+
+static inline unsigned vc_flags(uint64_t v)
+{
+	return (unsigned)(v >> 16) & 0xff;
+}
+
+/* 1 and the kind and answer of a well-formed value, else 0. Flags are only
+ * on STABLE values, and only known ones. */
 static inline int vc_parse(uint64_t v, unsigned *kind, unsigned *answer)
 {
-	if ((v >> 48) != VC_VALUE_MAGIC || (v & 0xffffffff0000ull))
+	if ((v >> 48) != VC_VALUE_MAGIC || (v & 0xffffff000000ull) || (vc_flags(v) & ~VC_F_KNOWN))
 		return 0;
 	*kind = (unsigned)(v >> 8) & 0xff;
 	*answer = (unsigned)v & 0xff;
+	if (vc_flags(v) && *kind != VC_STABLE)
+		return 0;
 	return *kind == VC_STABLE || *kind == VC_AREA;
 }
 

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <elf.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,7 +126,18 @@ static void test_values_and_keys(void **state)
 	assert_int_equal(kind, VC_STABLE);
 	assert_int_equal(ans, KILN_V_HIDE);
 	assert_false(vc_parse(0, &kind, &ans));
-	assert_false(vc_parse(vc_value(VC_STABLE, 0) | 0x10000, &kind, &ans));
+	/* bits 24..47 are never set; of the flags (16..23) only known ones,
+	 * and only on a STABLE value */
+	assert_false(vc_parse(vc_value(VC_STABLE, 0) | 0x1000000, &kind, &ans));
+	assert_false(vc_parse(vc_value(VC_STABLE, 0) | 0x800000000000ull, &kind, &ans));
+	assert_false(vc_parse(vc_value_flags(VC_STABLE, 0, 0x80), &kind, &ans));
+	assert_false(vc_parse(vc_value_flags(VC_AREA, 0, VC_F_PLAIN_EXEC), &kind, &ans));
+	uint64_t plain = vc_value_flags(VC_STABLE, KILN_V_ALLOW, VC_F_PLAIN_EXEC);
+	assert_true(vc_parse(plain, &kind, &ans));
+	assert_int_equal(kind, VC_STABLE);
+	assert_int_equal(ans, KILN_V_ALLOW);
+	assert_int_equal(vc_flags(plain), VC_F_PLAIN_EXEC);
+	assert_int_equal(vc_flags(vc_value(VC_STABLE, KILN_V_ALLOW)), 0);
 	assert_false(vc_parse(vc_value(7, 0), &kind, &ans));
 	char key[SHMMAP_MAX_KEY];
 	assert_int_equal(vc_key_verdict(key, "/a", 2, KILN_A_READ, KILN_Q_NOFOLLOW), 6);
@@ -197,6 +209,73 @@ static void test_stable_verdicts(void **state)
 	/* another access class or flag is another question */
 	assert_int_equal(client_ask(at("/managed/a.h"), KILN_A_STAT, 0, &v), 0);
 	assert_int_equal(client_ask(at("/managed/a.h"), KILN_A_READ, KILN_Q_NOFOLLOW, &v), 0);
+}
+
+static void write_file(const char *rel, const void *data, size_t len, mode_t mode)
+{
+	FILE *f = fopen(at(rel), "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(data, 1, len, f), len);
+	fclose(f);
+	assert_int_equal(chmod(at(rel), mode), 0);
+}
+
+static void copy_file(const char *from, const char *rel, mode_t mode)
+{
+	static char buf[1 << 20];
+	FILE *f = fopen(from, "r");
+	assert_non_null(f);
+	size_t n = fread(buf, 1, sizeof buf, f);
+	fclose(f);
+	assert_true(n > 0 && n < sizeof buf);
+	write_file(rel, buf, n, mode);
+}
+
+/* Only a program with nothing for the exec check to report or check gets
+ * VC_F_PLAIN_EXEC, only on an allowed exec, and only then does
+ * kt_cache_exec_plain answer. */
+static void test_plain_exec_targets(void **state)
+{
+	(void)state;
+	copy_file("/bin/true", "/managed/tool", 0755);
+	copy_file("/bin/true", "/managed/setid", 04755);
+	write_file("/managed/script", "#!/bin/sh\necho\n", 15, 0755);
+	/* a 64-bit ELF header with one PT_LOAD program header: static */
+	unsigned char elf[sizeof(Elf64_Ehdr) + sizeof(Elf64_Phdr)] = { 0 };
+	Elf64_Ehdr eh = { .e_phoff = sizeof eh, .e_phentsize = sizeof(Elf64_Phdr), .e_phnum = 1 };
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	Elf64_Phdr ph = { .p_type = PT_LOAD };
+	memcpy(elf, &eh, sizeof eh);
+	memcpy(elf + sizeof eh, &ph, sizeof ph);
+	write_file("/managed/static", elf, sizeof elf, 0755);
+	struct kt_question q;
+	const char *names[] = { "/managed/tool", "/managed/setid", "/managed/script",
+				"/managed/static", "/managed/foreign.h" };
+	const int plain[] = { 1, 0, 0, 0, 0 };
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		const char *p = at(names[i]);
+		size_t len = strlen(p);
+		memcpy(q.path, p, len + 1);
+		assert_int_equal(kt_cache_exec_plain(q.path, len, 0), 0); /* not yet asked */
+		server_ask(p, KILN_A_EXEC, 0);
+		assert_true(d.stable);
+		memcpy(q.path, p, len + 1);
+		assert_int_equal(kt_cache_exec_plain(q.path, len, 0), plain[i]);
+		assert_string_equal(q.path, p);
+		/* another class, or the same file not followed: not this answer */
+		assert_int_equal(kt_cache_exec_plain(q.path, len, KILN_Q_NOFOLLOW), 0);
+		int v = -1;
+		assert_int_equal(client_ask(p, KILN_A_EXEC, 0, &v), 1);
+		assert_int_equal(v, names[i][9] == 'f' ? KILN_V_HIDE : KILN_V_ALLOW);
+	}
+	/* read, not exec: never flagged */
+	server_ask(at("/managed/tool"), KILN_A_READ, 0);
+	char key[SHMMAP_MAX_KEY];
+	uint64_t v;
+	size_t klen = vc_key_verdict(key, at("/managed/tool"), strlen(at("/managed/tool")), KILN_A_READ, 0);
+	assert_true(shmmap_lookup(&vc.map, key, klen, &v));
+	assert_int_equal(vc_flags(v), 0);
 }
 
 static void test_area_verdicts_need_a_symlink_free_path(void **state)
@@ -397,7 +476,7 @@ static void test_counters_and_pids(void **state)
 	(void)state;
 	struct verdict_cache_stats st;
 	verdict_cache_stats(&vc, &st);
-	assert_int_equal(st.hits, 11);
+	assert_int_equal(st.hits, 17);
 	assert_int_equal(st.misses, 13);
 	assert_int_equal(st.listings, 2);
 	assert_true(st.entries >= 10);
@@ -431,6 +510,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_values_and_keys),
 		cmocka_unit_test(test_area_rules),
 		cmocka_unit_test(test_stable_verdicts),
+		cmocka_unit_test(test_plain_exec_targets),
 		cmocka_unit_test(test_area_verdicts_need_a_symlink_free_path),
 		cmocka_unit_test(test_fresh_names_in_an_area_directory),
 		cmocka_unit_test(test_names_beside_a_rule_of_the_same_action),

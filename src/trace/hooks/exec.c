@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "trace/execfile.h"
 #include "trace/kt.h"
 #include "trace/rawsys.h"
 
@@ -32,55 +33,22 @@ static KT_HOT void *_Atomic real_execve, *_Atomic real_execveat, *_Atomic real_f
 
 /* ---- what is about to run ------------------------------------------------ */
 
+static long raw_pread(void *ctx, void *buf, size_t n, long off)
+{
+	return kt_sys4(SYS_pread64, *(int *)ctx, (long)buf, (long)n, off);
+}
+
 /* Inspects an executable opened as fd: reports set-id and static binaries,
  * and copies a #! interpreter into interp (empty when none). */
 static void inspect(int fd, const char *shown_path, char *interp, size_t cap)
 {
-	interp[0] = '\0';
 	struct stat st;
-	if (kt_sys4(SYS_newfstatat, fd, "", &st, AT_EMPTY_PATH) == 0 && S_ISREG(st.st_mode) &&
-	    (st.st_mode & (S_ISUID | S_ISGID)))
+	unsigned mode = kt_sys4(SYS_newfstatat, fd, "", &st, AT_EMPTY_PATH) == 0 ? st.st_mode : 0;
+	unsigned facts = kt_execfile_inspect(mode, raw_pread, &fd, interp, cap);
+	if (facts & KT_EXEC_SETID)
 		kiln_event(KILN_E_SETUID_EXEC, shown_path);
-
-	unsigned char head[256];
-	long n = kt_sys4(SYS_pread64, fd, head, sizeof head - 1, 0);
-	if (n < 4)
-		return;
-	if (head[0] == '#' && head[1] == '!') {
-		head[n] = '\0';
-		const char *p = (const char *)head + 2;
-		while (*p == ' ' || *p == '\t')
-			p++;
-		size_t len = 0;
-		while (p[len] && p[len] != ' ' && p[len] != '\t' && p[len] != '\n')
-			len++;
-		if (len && len < cap) {
-			memcpy(interp, p, len);
-			interp[len] = '\0';
-		}
-		return;
-	}
-	if (n < (long)sizeof(Elf64_Ehdr) || memcmp(head, ELFMAG, SELFMAG) != 0 ||
-	    head[EI_CLASS] != ELFCLASS64)
-		return;
-	Elf64_Ehdr eh;
-	memcpy(&eh, head, sizeof eh);
-	if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > 64)
-		return;
-	/* Eight program headers at a time: every exec runs this, and a new
-	 * process pays a page fault for each page of stack it first touches. */
-	Elf64_Phdr ph[8];
-	for (unsigned at = 0; at < eh.e_phnum; at += 8) {
-		unsigned k = eh.e_phnum - at < 8 ? eh.e_phnum - at : 8;
-		size_t want = k * sizeof(Elf64_Phdr);
-		if (kt_sys4(SYS_pread64, fd, ph, want, eh.e_phoff + at * sizeof(Elf64_Phdr)) !=
-		    (long)want)
-			return;
-		for (unsigned i = 0; i < k; i++)
-			if (ph[i].p_type == PT_INTERP)
-				return;
-	}
-	kiln_event(KILN_E_STATIC_EXEC, shown_path);
+	if (facts & KT_EXEC_STATIC)
+		kiln_event(KILN_E_STATIC_EXEC, shown_path);
 }
 
 /* Opens an exec target (the absolute clean path of length n in q->path) for
@@ -131,6 +99,11 @@ static int check_exec_abs(struct kt_question *q, int n, unsigned qf, int *bound_
 	*bound_fd = -1;
 	ex->set = 0;
 	for (int depth = 0; depth < 5; depth++) {
+		/* A program in the managed trees the server has read: no file to
+		 * open here (unless an earlier script was bound: what finally
+		 * runs must then be verified by its identity). */
+		if (!any_bound && kt_cache_exec_plain(q->path, (size_t)n, qf))
+			return 0;
 		int bound, readable;
 		long fd = open_target(q, n, qf, &bound, &readable);
 		if (fd < 0) /* unreadable or missing: the kernel decides, unless bound */

@@ -3,6 +3,7 @@
 #include "trace/service/verdict_cache.h"
 
 #include "ipc/proto.h"
+#include "trace/execfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -69,15 +70,9 @@ int verdict_cache_create(struct verdict_cache *vc, const char *path, struct sand
 	 * 10,700 with this one; the map held 5,100 keys, 2.5 per bucket here).
 	 * A build with far more keys goes on below overflow slots: one more
 	 * load per lookup, still no system call. */
-	struct shmmap_params params = { .mode = 0400, .root_bits = 14 };
+	struct shmmap_params params = { .mode = 0400, .root_bits = 14, .tag = VC_TAG };
 	if (shmmap_create(&vc->map, path, &params, err, errlen) < 0)
 		return -1;
-	uint64_t winner;
-	if (shmmap_insert(&vc->map, VC_MARKER, VC_MARKER_LEN, vc_value(VC_FORMAT, 0), &winner) !=
-	    SHMMAP_INSERTED) {
-		snprintf(err, errlen, "%s: cannot write the verdict cache's format marker", path);
-		goto fail;
-	}
 	char cpath[4096];
 	if (snprintf(cpath, sizeof cpath, "%s%s", path, VC_COUNTERS_SUFFIX) >= (int)sizeof cpath) {
 		snprintf(err, errlen, "%s: path too long", path);
@@ -258,6 +253,29 @@ static void put_names(struct verdict_cache *vc, const char *path, unsigned acces
 	put(vc, key, vc_key_names(key, dir, dl, access, qflags), vc_value(VC_AREA, KILN_V_ALLOW));
 }
 
+static long fd_pread(void *ctx, void *buf, size_t n, long off)
+{
+	return pread(*(int *)ctx, buf, n, off);
+}
+
+/* VC_F_PLAIN_EXEC when the program at path is one the exec check would
+ * run with nothing to report or check further (execfile.h), read here as
+ * the client would read it; else 0 (and the client reads it itself). */
+static unsigned exec_flags(const char *path, unsigned qflags)
+{
+	int fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC |
+				    ((qflags & KILN_Q_NOFOLLOW) ? O_NOFOLLOW : 0));
+	if (fd < 0)
+		return 0;
+	struct stat st;
+	char interp[256];
+	unsigned facts = ~0u;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		facts = kt_execfile_inspect(st.st_mode, fd_pread, &fd, interp, sizeof interp);
+	close(fd);
+	return facts == 0 ? VC_F_PLAIN_EXEC : 0;
+}
+
 bool verdict_cache_has(const struct verdict_cache *vc, const char *path, unsigned access,
 		       unsigned qflags)
 {
@@ -275,7 +293,10 @@ void verdict_cache_query(struct verdict_cache *vc, const char *path, unsigned ac
 	char key[SHMMAP_MAX_KEY];
 	size_t klen = vc_key_verdict(key, path, strlen(path), access, qflags);
 	if (d->stable) {
-		put(vc, key, klen, vc_value(VC_STABLE, d->verdict));
+		unsigned flags = access == KILN_A_EXEC && d->verdict == KILN_V_ALLOW
+					 ? exec_flags(path, qflags)
+					 : 0;
+		put(vc, key, klen, vc_value_flags(VC_STABLE, d->verdict, flags));
 		return;
 	}
 	/* Only when the decision just made agrees (it may not: the path has a
@@ -359,7 +380,7 @@ void verdict_cache_stats(const struct verdict_cache *vc, struct verdict_cache_st
 	struct shmmap_stats ms;
 	shmmap_stats((struct shmmap *)&vc->map, &ms);
 	st->map_bytes = ms.bytes_committed;
-	st->entries = ms.entries ? ms.entries - 1 : 0; /* not the format marker */
+	st->entries = ms.entries;
 }
 
 /* A slot is believed only if it is committed, its path is absolute,
