@@ -11,6 +11,7 @@
 
 #include <elf.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -33,11 +34,19 @@ static inline unsigned kt_execfile_inspect(unsigned mode, kt_pread_fn *rd, void 
 	interp[0] = '\0';
 	if (S_ISREG(mode) && (mode & (S_ISUID | S_ISGID)))
 		facts |= KT_EXEC_SETID;
-	unsigned char head[256];
-	long n = rd(ctx, head, sizeof head - 1, 0);
+	/* As many bytes as ld.so reads first: the ELF header and the program
+	 * headers of most programs (13 or 14), or a #! line, in one read. */
+	union {
+		unsigned char b[832];
+		Elf64_Phdr ph[832 / sizeof(Elf64_Phdr)];
+	} buf;
+	unsigned char *head = buf.b;
+	long n = rd(ctx, head, sizeof buf - 1, 0);
 	if (n < 4)
 		return facts;
 	if (head[0] == '#' && head[1] == '!') {
+		if (n > 255) /* the line as far as it was ever read */
+			n = 255;
 		head[n] = '\0';
 		const char *p = (const char *)head + 2;
 		while (*p == ' ' || *p == '\t')
@@ -58,17 +67,28 @@ static inline unsigned kt_execfile_inspect(unsigned mode, kt_pread_fn *rd, void 
 	memcpy(&eh, head, sizeof eh);
 	if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > 64)
 		return facts;
-	/* Eight program headers at a time: every exec runs this, and a new
-	 * process pays a page fault for each page of stack it first touches. */
-	Elf64_Phdr ph[8];
-	for (unsigned at = 0; at < eh.e_phnum; at += 8) {
-		unsigned k = eh.e_phnum - at < 8 ? eh.e_phnum - at : 8;
+	/* The program headers: from what was read when they are in it, else
+	 * read into the same buffer, a few at a time (a small stack: a new
+	 * process pays a page fault for each page of it first touched). */
+	const size_t per = sizeof buf.ph / sizeof buf.ph[0];
+	for (unsigned at = 0; at < eh.e_phnum; at += per) {
+		unsigned k = eh.e_phnum - at < per ? eh.e_phnum - at : (unsigned)per;
 		size_t want = k * sizeof(Elf64_Phdr);
-		if (rd(ctx, ph, want, (long)(eh.e_phoff + at * sizeof(Elf64_Phdr))) != (long)want)
-			return facts;
-		for (unsigned i = 0; i < k; i++)
-			if (ph[i].p_type == PT_INTERP)
+		uint64_t off = eh.e_phoff + at * sizeof(Elf64_Phdr);
+		const unsigned char *from;
+		if (at == 0 && off + want <= (uint64_t)n && off <= sizeof buf) {
+			from = head + off;
+		} else {
+			if (rd(ctx, buf.ph, want, (long)off) != (long)want)
 				return facts;
+			from = buf.b;
+		}
+		for (unsigned i = 0; i < k; i++) {
+			Elf64_Phdr ph;
+			memcpy(&ph, from + i * sizeof ph, sizeof ph);
+			if (ph.p_type == PT_INTERP)
+				return facts;
+		}
 	}
 	return facts | KT_EXEC_STATIC;
 }

@@ -1,0 +1,151 @@
+/* What an exec of a file does besides running it (src/trace/execfile.h):
+ * set-id, static, #! script, read from buffers laid out as real files are,
+ * including program header tables past the first read and longer than one
+ * batch. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "trace/execfile.h"
+
+struct file {
+	unsigned char data[8192];
+	size_t len;
+	int reads;
+};
+
+static long rd(void *ctx, void *buf, size_t n, long off)
+{
+	struct file *f = ctx;
+	f->reads++;
+	if (off < 0 || (size_t)off >= f->len)
+		return 0;
+	if (n > f->len - (size_t)off)
+		n = f->len - (size_t)off;
+	memcpy(buf, f->data + off, n);
+	return (long)n;
+}
+
+/* A 64-bit ELF with phnum program headers at phoff, PT_LOAD except one
+ * PT_INTERP at interp_at (-1: none). */
+static void elf(struct file *f, size_t phoff, unsigned phnum, int interp_at)
+{
+	memset(f, 0, sizeof *f);
+	Elf64_Ehdr eh = { .e_phoff = phoff, .e_phentsize = sizeof(Elf64_Phdr), .e_phnum = phnum };
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	memcpy(f->data, &eh, sizeof eh);
+	for (unsigned i = 0; i < phnum; i++) {
+		Elf64_Phdr ph = { .p_type = (int)i == interp_at ? PT_INTERP : PT_LOAD };
+		memcpy(f->data + phoff + i * sizeof ph, &ph, sizeof ph);
+	}
+	f->len = phoff + phnum * sizeof(Elf64_Phdr) + 16;
+}
+
+static unsigned facts(struct file *f, unsigned mode, char *interp)
+{
+	f->reads = 0;
+	return kt_execfile_inspect(mode, rd, f, interp, 256);
+}
+
+static void test_dynamic_and_static(void **state)
+{
+	(void)state;
+	static struct file f;
+	char interp[256];
+	/* a usual program: 13 headers right after the ELF header, one read */
+	elf(&f, sizeof(Elf64_Ehdr), 13, 1);
+	assert_int_equal(facts(&f, S_IFREG | 0755, interp), 0);
+	assert_int_equal(f.reads, 1);
+	assert_string_equal(interp, "");
+	elf(&f, sizeof(Elf64_Ehdr), 13, -1);
+	assert_int_equal(facts(&f, S_IFREG | 0755, interp), KT_EXEC_STATIC);
+	/* 40 headers, PT_INTERP among the last: found past the first batch */
+	elf(&f, sizeof(Elf64_Ehdr), 40, 38);
+	assert_int_equal(facts(&f, S_IFREG | 0755, interp), 0);
+	assert_true(f.reads > 1);
+	elf(&f, sizeof(Elf64_Ehdr), 40, -1);
+	assert_int_equal(facts(&f, S_IFREG | 0755, interp), KT_EXEC_STATIC);
+	/* the table far into the file */
+	elf(&f, 5000, 3, 2);
+	assert_int_equal(facts(&f, S_IFREG | 0755, interp), 0);
+	elf(&f, 5000, 3, -1);
+	assert_int_equal(facts(&f, S_IFREG | 0755, interp), KT_EXEC_STATIC);
+	/* a table cut short by the end of the file: nothing known, no claim */
+	elf(&f, 5000, 3, -1);
+	f.len = 5000 + 60;
+	assert_int_equal(facts(&f, S_IFREG | 0755, interp), 0);
+	/* set-id, with either */
+	elf(&f, sizeof(Elf64_Ehdr), 13, 1);
+	assert_int_equal(facts(&f, S_IFREG | 04755, interp), KT_EXEC_SETID);
+	assert_int_equal(facts(&f, S_IFREG | 02755, interp), KT_EXEC_SETID);
+	elf(&f, sizeof(Elf64_Ehdr), 13, -1);
+	assert_int_equal(facts(&f, S_IFREG | 04755, interp), KT_EXEC_SETID | KT_EXEC_STATIC);
+	/* not a regular file: the mode says nothing of set-id */
+	assert_int_equal(facts(&f, S_IFDIR | 04755, interp), KT_EXEC_STATIC);
+	/* a 32-bit ELF, or something else: nothing to say */
+	elf(&f, sizeof(Elf64_Ehdr), 13, -1);
+	f.data[EI_CLASS] = ELFCLASS32;
+	assert_int_equal(facts(&f, S_IFREG | 0755, interp), 0);
+	memcpy(f.data, "\0asm", 4);
+	assert_int_equal(facts(&f, S_IFREG | 0755, interp), 0);
+	f.len = 3;
+	assert_int_equal(facts(&f, S_IFREG | 0755, interp), 0);
+}
+
+static void script(struct file *f, const char *text)
+{
+	memset(f, 0, sizeof *f);
+	f->len = strlen(text);
+	memcpy(f->data, text, f->len);
+}
+
+static void test_scripts(void **state)
+{
+	(void)state;
+	static struct file f;
+	char interp[256];
+	script(&f, "#!/bin/sh\necho hi\n");
+	assert_int_equal(facts(&f, S_IFREG | 0755, interp), KT_EXEC_SCRIPT);
+	assert_string_equal(interp, "/bin/sh");
+	script(&f, "#! \t/usr/bin/env python3\n");
+	assert_int_equal(facts(&f, S_IFREG | 0755, interp), KT_EXEC_SCRIPT);
+	assert_string_equal(interp, "/usr/bin/env");
+	script(&f, "#!/bin/sh");
+	assert_int_equal(facts(&f, S_IFREG | 04755, interp), KT_EXEC_SCRIPT | KT_EXEC_SETID);
+	assert_string_equal(interp, "/bin/sh");
+	/* an interpreter longer than the line ever read (255 bytes, as the
+	 * kernel's 256-byte buffer): named as far as it was read */
+	memset(&f, 0, sizeof f);
+	memcpy(f.data, "#!/", 3);
+	memset(f.data + 3, 'x', 600);
+	f.len = 603;
+	assert_int_equal(facts(&f, S_IFREG | 0755, interp), KT_EXEC_SCRIPT);
+	assert_int_equal(strlen(interp), 253);
+	/* one that does not fit the caller's buffer: none named, still a
+	 * script (so never taken for a plain program) */
+	f.reads = 0;
+	assert_int_equal(kt_execfile_inspect(S_IFREG | 0755, rd, &f, interp, 100), KT_EXEC_SCRIPT);
+	assert_string_equal(interp, "");
+	/* what lies past the first 255 bytes is not part of the line */
+	memset(&f, 0, sizeof f);
+	memcpy(f.data, "#!", 2);
+	memset(f.data + 2, ' ', 253);
+	memcpy(f.data + 255, "/bin/sh\n", 8);
+	f.len = 263;
+	assert_int_equal(facts(&f, S_IFREG | 0755, interp), KT_EXEC_SCRIPT);
+	assert_string_equal(interp, "");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_dynamic_and_static),
+		cmocka_unit_test(test_scripts),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
