@@ -260,14 +260,18 @@ static long fd_pread(void *ctx, void *buf, size_t n, long off)
 
 /* VC_F_PLAIN_EXEC when the program at path is one the exec check would
  * run with nothing to report or check further (execfile.h), read here as
- * the client would read it; else 0 (and the client reads it itself). */
+ * the client would read it; else 0 (and the client reads it itself). Only
+ * a regular file is opened (never a device or a FIFO). */
 static unsigned exec_flags(const char *path, unsigned qflags)
 {
-	int fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC |
-				    ((qflags & KILN_Q_NOFOLLOW) ? O_NOFOLLOW : 0));
+	int nofollow = (qflags & KILN_Q_NOFOLLOW) != 0;
+	struct stat st;
+	if (fstatat(AT_FDCWD, path, &st, nofollow ? AT_SYMLINK_NOFOLLOW : 0) != 0 ||
+	    !S_ISREG(st.st_mode))
+		return 0;
+	int fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0));
 	if (fd < 0)
 		return 0;
-	struct stat st;
 	char interp[256];
 	unsigned facts = ~0u;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
