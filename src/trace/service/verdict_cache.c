@@ -71,8 +71,8 @@ int verdict_cache_create(struct verdict_cache *vc, const char *path, struct sand
 	 * A build with far more keys goes on below overflow slots: one more
 	 * load per lookup, still no system call.
 	 * 256 MiB reserved, not the default 1 GiB: every process that attaches
-	 * (and every child it forks) walks the whole range's page tables when
-	 * it exits or execs, about 6 us more for 1 GiB than for 256 MiB
+	 * (and every child it forks) tears the reservation's page tables down
+	 * when it exits or execs, about 6 us more for 1 GiB than for 256 MiB
 	 * (spawn + exit of a program mapping either, 1,500 runs each; 4 MiB
 	 * costs what 256 MiB does; a traced process doing one cached stat,
 	 * `preload spawn-stat 1000` x 4: 932.7 us against 924.6 us, median
