@@ -45,8 +45,13 @@ static inline unsigned kt_execfile_inspect(unsigned mode, kt_pread_fn *rd, void 
 	if (n < 4)
 		return facts;
 	if (head[0] == '#' && head[1] == '!') {
-		if (n > 255) /* the line as far as it was ever read */
-			n = 255;
+		/* The kernel's reading (binfmt_script, since Linux 5.1): the first
+		 * 256 bytes, NUL-padded. Without a newline in them, a name that
+		 * does not end (space, tab or NUL) by byte 255 is taken to be
+		 * truncated and the exec fails with ENOEXEC: no interpreter is
+		 * named then, and the kernel's own answer stands. */
+		if (n > 256)
+			n = 256;
 		head[n] = '\0';
 		const char *p = (const char *)head + 2;
 		while (*p == ' ' || *p == '\t')
@@ -54,7 +59,8 @@ static inline unsigned kt_execfile_inspect(unsigned mode, kt_pread_fn *rd, void 
 		size_t len = 0;
 		while (p[len] && p[len] != ' ' && p[len] != '\t' && p[len] != '\n')
 			len++;
-		if (len && len < cap) {
+		int whole = memchr(head, '\n', (size_t)n) || p + len <= (const char *)head + 255;
+		if (len && len < cap && whole) {
 			memcpy(interp, p, len);
 			interp[len] = '\0';
 		}

@@ -5,6 +5,8 @@ programs that close them. Against the fake trace server."""
 import os
 import shutil
 import stat as st
+import subprocess
+import sys
 
 import pytest
 
@@ -257,6 +259,42 @@ def test_script_interpreter_is_checked(tree):
     lines, _ = hookcall(srv.path, "exec-env", "keep", script, ";", "spawn", "keep", script, ";",
                         "exec-env", "keep", ok, ";")
     assert lines == ["exec-env -1 ENOENT", "spawn -1 ENOENT", "ran", "exec-env 0 OK"]
+
+
+def _kernel_exec_errno(path):
+    """What execve of path gives without kiln: 'OK' or the errno's name."""
+    r = subprocess.run(
+        [sys.executable, "-c",
+         "import os, sys, errno\n"
+         "try:\n    os.execv(sys.argv[1], [sys.argv[1]])\n"
+         "except OSError as e:\n    print('errno', errno.errorcode[e.errno])\n", str(path)],
+        capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    out = r.stdout.split()
+    return out[1] if out[:1] == ["errno"] else "OK"
+
+
+def test_long_interpreter_lines_fail_as_the_kernel_fails_them(tree):
+    """The kernel reads 256 bytes of a #! line: a name that does not end in
+    them (no newline, no space) is refused with ENOEXEC, not looked up, and
+    one that ends in them runs with its arguments cut. The same errno as
+    without kiln, from exec and spawn (a shell then runs the file itself)."""
+    root, srv, _ = tree
+    cases = []
+    for name, text in [
+        ("cut", "#!/" + "x" * 300 + "\necho ran\n"),              # name past byte 255
+        ("cut256", "#!/" + "x" * 253),                            # 256 bytes, no newline
+        ("fits255", "#!/" + "x" * 252),                           # 255: ends in the padding
+        ("spaces", "#!" + " " * 300 + "/bin/sh\necho ran\n"),     # name past byte 255
+        ("args", "#!/bin/echo " + "a" * 300 + "\n"),                 # cut arguments: runs
+    ]:
+        p = root / "vis" / name
+        p.write_text(text)
+        p.chmod(0o755)
+        cases.append((p, _kernel_exec_errno(p)))
+    assert [want for _, want in cases] == ["ENOEXEC", "ENOEXEC", "ENOENT", "ENOEXEC", "OK"], cases
+    for p, want in cases:
+        lines, _ = hookcall(srv.path, "exec-env", "keep", p, ";")
+        assert lines[-1] == f"exec-env {'0' if want == 'OK' else '-1'} {want}", (p.name, lines)
 
 
 def test_system_and_popen(tree):

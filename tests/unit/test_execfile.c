@@ -118,17 +118,38 @@ static void test_scripts(void **state)
 	script(&f, "#!/bin/sh");
 	assert_int_equal(facts(&f, S_IFREG | 04755, interp), KT_EXEC_SCRIPT | KT_EXEC_SETID);
 	assert_string_equal(interp, "/bin/sh");
-	/* an interpreter longer than the line ever read (255 bytes, as the
-	 * kernel's 256-byte buffer): named as far as it was read */
+	/* an interpreter longer than the kernel reads (256 bytes, without a
+	 * newline): taken as truncated, the exec fails with ENOEXEC, so none
+	 * is named (the kernel answers) */
 	memset(&f, 0, sizeof f);
 	memcpy(f.data, "#!/", 3);
 	memset(f.data + 3, 'x', 600);
 	f.len = 603;
 	assert_int_equal(facts(&f, S_IFREG | 0755, interp), KT_EXEC_SCRIPT);
-	assert_int_equal(strlen(interp), 253);
+	assert_string_equal(interp, "");
+	/* the name must end by byte 255 (the NUL padding of a shorter file
+	 * ends it): a file of 256 bytes without a newline is refused, one of
+	 * 255 runs its interpreter */
+	f.len = 256;
+	assert_int_equal(facts(&f, S_IFREG | 0755, interp), KT_EXEC_SCRIPT);
+	assert_string_equal(interp, "");
+	f.len = 255;
+	assert_int_equal(facts(&f, S_IFREG | 0755, interp), KT_EXEC_SCRIPT);
+	assert_int_equal(strlen(interp), 253); /* "/" and 252 more */
+	/* a long line whose name ends early: the arguments may be cut */
+	memset(&f, 0, sizeof f);
+	memcpy(f.data, "#!/bin/sh ", 10);
+	memset(f.data + 10, 'a', 600);
+	f.len = 610;
+	assert_int_equal(facts(&f, S_IFREG | 0755, interp), KT_EXEC_SCRIPT);
+	assert_string_equal(interp, "/bin/sh");
 	/* one that does not fit the caller's buffer: none named, still a
 	 * script (so never taken for a plain program) */
-	f.reads = 0;
+	memset(&f, 0, sizeof f);
+	memcpy(f.data, "#!/", 3);
+	memset(f.data + 3, 'y', 150);
+	f.data[153] = '\n';
+	f.len = 154;
 	assert_int_equal(kt_execfile_inspect(S_IFREG | 0755, rd, &f, interp, 100), KT_EXEC_SCRIPT);
 	assert_string_equal(interp, "");
 	/* what lies past the first 255 bytes is not part of the line */
