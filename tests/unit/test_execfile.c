@@ -104,6 +104,17 @@ static void script(struct file *f, const char *text)
 	memcpy(f->data, text, f->len);
 }
 
+/* A #! line: start, then n bytes of fill, then tail (may be ""). */
+static void line(struct file *f, const char *start, char fill, size_t n, const char *tail)
+{
+	memset(f, 0, sizeof *f);
+	size_t sl = strlen(start), tl = strlen(tail);
+	memcpy(f->data, start, sl);
+	memset(f->data + sl, fill, n);
+	memcpy(f->data + sl + n, tail, tl);
+	f->len = sl + n + tl;
+}
+
 static void test_scripts(void **state)
 {
 	(void)state;
@@ -121,10 +132,7 @@ static void test_scripts(void **state)
 	/* an interpreter longer than the kernel reads (256 bytes, without a
 	 * newline): taken as truncated, the exec fails with ENOEXEC, so none
 	 * is named (the kernel answers) */
-	memset(&f, 0, sizeof f);
-	memcpy(f.data, "#!/", 3);
-	memset(f.data + 3, 'x', 600);
-	f.len = 603;
+	line(&f, "#!/", 'x', 600, "");
 	assert_int_equal(facts(&f, S_IFREG | 0755, interp), KT_EXEC_SCRIPT);
 	assert_string_equal(interp, "");
 	/* the name must end by byte 255 (the NUL padding of a shorter file
@@ -137,27 +145,16 @@ static void test_scripts(void **state)
 	assert_int_equal(facts(&f, S_IFREG | 0755, interp), KT_EXEC_SCRIPT);
 	assert_int_equal(strlen(interp), 253); /* "/" and 252 more */
 	/* a long line whose name ends early: the arguments may be cut */
-	memset(&f, 0, sizeof f);
-	memcpy(f.data, "#!/bin/sh ", 10);
-	memset(f.data + 10, 'a', 600);
-	f.len = 610;
+	line(&f, "#!/bin/sh ", 'a', 600, "");
 	assert_int_equal(facts(&f, S_IFREG | 0755, interp), KT_EXEC_SCRIPT);
 	assert_string_equal(interp, "/bin/sh");
 	/* one that does not fit the caller's buffer: none named, still a
 	 * script (so never taken for a plain program) */
-	memset(&f, 0, sizeof f);
-	memcpy(f.data, "#!/", 3);
-	memset(f.data + 3, 'y', 150);
-	f.data[153] = '\n';
-	f.len = 154;
+	line(&f, "#!/", 'y', 150, "\n");
 	assert_int_equal(kt_execfile_inspect(S_IFREG | 0755, rd, &f, interp, 100), KT_EXEC_SCRIPT);
 	assert_string_equal(interp, "");
 	/* what lies past the first 255 bytes is not part of the line */
-	memset(&f, 0, sizeof f);
-	memcpy(f.data, "#!", 2);
-	memset(f.data + 2, ' ', 253);
-	memcpy(f.data + 255, "/bin/sh\n", 8);
-	f.len = 263;
+	line(&f, "#!", ' ', 253, "/bin/sh\n");
 	assert_int_equal(facts(&f, S_IFREG | 0755, interp), KT_EXEC_SCRIPT);
 	assert_string_equal(interp, "");
 }
