@@ -265,6 +265,14 @@ int kt_cache_absent(const char *path, int nofollow)
 	       open_no_symlinks(path, nofollow) == -ENOENT;
 }
 
+/* 1 with key's well-formed value, its kind and answer; 0 when the key is
+ * absent or could not be built (klen 0), or its value is garbage. */
+static int value_of(struct shmmap *m, const char *key, size_t klen, uint64_t *v, unsigned *kind,
+		    unsigned *ans)
+{
+	return klen && shmmap_lookup(m, key, klen, v) && vc_parse(*v, kind, ans);
+}
+
 /* Writes the access into a slot of the access log: 0 when there is none
  * free (or no log), and the caller asks the server instead. */
 static int log_access(const char *path, size_t plen, unsigned access, unsigned qflags)
@@ -306,7 +314,7 @@ static int names_ask(struct shmmap *m, char *abs, size_t plen, unsigned access, 
 	size_t klen = vc_key_names(abs, abs, dl, access, qflags);
 	uint64_t v;
 	unsigned kind, ans;
-	int found = klen && shmmap_lookup(m, abs, klen, &v) && vc_parse(v, &kind, &ans) &&
+	int found = value_of(m, abs, klen, &v, &kind, &ans) &&
 		    kind == VC_AREA && ans == KILN_V_ALLOW;
 	memcpy(abs + dl, save, 4);
 	abs[plen] = '\0';
@@ -365,7 +373,7 @@ int kt_cache_exec_plain(char *abs, size_t plen, unsigned qflags)
 	size_t klen = vc_key_verdict(abs, abs, plen, KILN_A_EXEC, qflags);
 	uint64_t v;
 	unsigned kind, ans;
-	int plain = klen && shmmap_lookup(m, abs, klen, &v) && vc_parse(v, &kind, &ans) &&
+	int plain = value_of(m, abs, klen, &v, &kind, &ans) &&
 		    kind == VC_STABLE && ans == KILN_V_ALLOW && (vc_flags(v) & VC_F_PLAIN_EXEC);
 	abs[plen] = '\0';
 	if (!plain)
@@ -383,7 +391,7 @@ int kt_cache_ask_key(const char *key, size_t klen, int *answer)
 	mark_if_forked();
 	uint64_t v;
 	unsigned kind, ans;
-	if (!klen || !shmmap_lookup(m, key, klen, &v) || !vc_parse(v, &kind, &ans) ||
+	if (!value_of(m, key, klen, &v, &kind, &ans) ||
 	    kind != VC_STABLE) {
 		count(0, 0);
 		return 0;
@@ -409,7 +417,7 @@ int kt_cache_ask_dir(const char *dir, const char *const *names, size_t n, unsign
 	size_t klen = vc_key_listing(key, dir, dlen);
 	uint64_t v;
 	unsigned kind, ans;
-	if (!klen || !shmmap_lookup(m, key, klen, &v) || !vc_parse(v, &kind, &ans))
+	if (!value_of(m, key, klen, &v, &kind, &ans))
 		goto miss;
 	if (kind == VC_AREA) {
 		if (ans != VC_LIST_NONE || !kt_no_symlinks(dir, 0))
@@ -427,7 +435,7 @@ int kt_cache_ask_dir(const char *dir, const char *const *names, size_t n, unsign
 				continue;
 			}
 			size_t el = vc_key_entry_name(key, pre, names[i], strlen(names[i]));
-			if (!el || !shmmap_lookup(m, key, el, &v) || !vc_parse(v, &kind, &ans) ||
+			if (!value_of(m, key, el, &v, &kind, &ans) ||
 			    kind != VC_STABLE || ans > 1)
 				goto miss;
 			hidden[i] = (unsigned char)ans;
