@@ -99,20 +99,32 @@ static int take_query(struct trace_service *ts, const char *payload, size_t len,
 	return 0;
 }
 
+/* Whether decisions go into the verdict cache. */
+static bool caching(const struct trace_service *ts)
+{
+	return ts->vc && !ts->report_only;
+}
+
+/* The decision for a QUERY or a NOTE about ts->path, logged. */
+static void decide(struct trace_service *ts, int client, const struct kiln_query *q)
+{
+	sandbox_decide(&ts->sbx, client_pid(ts, client), ts->path, q->access, q->qflags, &ts->dec);
+	tracelog_query(&ts->log, client, ts->path, q->access, &ts->dec);
+}
+
 static int on_query(struct trace_service *ts, int client, int fd, const char *payload, size_t len)
 {
 	struct kiln_query q;
 	if (take_query(ts, payload, len, &q) < 0)
 		return -1;
-	sandbox_decide(&ts->sbx, client_pid(ts, client), ts->path, q.access, q.qflags, &ts->dec);
-	tracelog_query(&ts->log, client, ts->path, q.access, &ts->dec);
+	decide(ts, client, &q);
 	struct kiln_verdict_msg v = { .verdict = ts->report_only ? KILN_V_ALLOW : ts->dec.verdict };
 	if (!ts->report_only)
 		bind_answer(ts, q.access, &v);
 	if (v.verdict == KILN_V_ALLOW)
 		sandbox_write_passed(&ts->sbx, ts->path, q.access, &ts->dec);
 	/* Before the answer: the asker's next identical question is a hit. */
-	if (ts->vc && !ts->report_only)
+	if (caching(ts))
 		verdict_cache_query(ts->vc, ts->path, q.access, q.qflags, &ts->dec);
 	return kiln_msg_send(fd, KILN_MSG_VERDICT, &v, sizeof v, NULL, 0, MSG_DONTWAIT);
 }
@@ -129,12 +141,11 @@ static int on_note(struct trace_service *ts, int client, const char *payload, si
 	ts->log.cache.notes++;
 	/* Told again before the first one was read (by this process or
 	 * another): the answer is in the map already, as for a hit. */
-	if (ts->vc && !ts->report_only && verdict_cache_has(ts->vc, ts->path, q.access, q.qflags))
+	if (caching(ts) && verdict_cache_has(ts->vc, ts->path, q.access, q.qflags))
 		return 0;
 	ts->log.cache.notes_decided++;
-	sandbox_decide(&ts->sbx, client_pid(ts, client), ts->path, q.access, q.qflags, &ts->dec);
-	tracelog_query(&ts->log, client, ts->path, q.access, &ts->dec);
-	if (ts->vc && !ts->report_only)
+	decide(ts, client, &q);
+	if (caching(ts))
 		verdict_cache_query(ts->vc, ts->path, q.access, q.qflags, &ts->dec);
 	return 0;
 }
@@ -191,7 +202,7 @@ static int on_query_dir(struct trace_service *ts, int client, int fd, const char
 		nhidden = q.count;
 	}
 	tracelog_dir(&ts->log, nhidden);
-	if (ts->vc && !ts->report_only)
+	if (caching(ts))
 		verdict_cache_listing(ts->vc, ts->path, &ts->dec, payload + sizeof q + q.dirlen, q.count,
 				      hidden);
 	struct kiln_verdict_dir v = { .count = q.count };
@@ -327,7 +338,7 @@ static int on_query_data(struct trace_service *ts, int client, int fd, const cha
 		answer = trace_service_locale_plan(ts, client, as, q.arg, bs, &stable);
 	}
 	struct kiln_verdict_msg v = { .verdict = ts->report_only ? KILN_D_CLEAN : (uint32_t)answer };
-	if (ts->vc && !ts->report_only && stable)
+	if (caching(ts) && stable)
 		verdict_cache_data(ts->vc, q.kind, q.arg, as, q.alen, bs, blen, (unsigned)answer);
 	return kiln_msg_send(fd, KILN_MSG_VERDICT, &v, sizeof v, NULL, 0, MSG_DONTWAIT);
 }
