@@ -184,6 +184,33 @@ static int seed_base(struct apt *a)
 	return 0;
 }
 
+static int copy_set(struct registry_pkgset *to, const struct registry_pkgset *from)
+{
+	int64_t *ids = malloc((from->n ? from->n : 1) * sizeof *ids);
+	if (!ids)
+		return -1;
+	memcpy(ids, from->ids, from->n * sizeof *ids);
+	registry_pkgset_free(to);
+	*to = (struct registry_pkgset){ .ids = ids, .n = from->n, .cap = from->n ? from->n : 1 };
+	return 0;
+}
+
+/* The base set and everything it pulls in. It depends on the registry
+ * alone, so a snapshot's (which cannot change) is worked out once and
+ * copied after: the packages already followed are all in `seen`, and the
+ * queue starts empty. */
+static int base(struct apt *a)
+{
+	struct kiln_registry *reg = a->reg;
+	if (reg->chroot_base_known)
+		return copy_set(&a->seen, &reg->chroot_base);
+	if (seed_base(a) || drain(a, 0))
+		return -1;
+	if (reg->snap && copy_set(&reg->chroot_base, &a->seen) == 0)
+		reg->chroot_base_known = true;
+	return 0;
+}
+
 int registry_closure_chroot(struct kiln_registry *reg, const char *const *names, size_t n,
 			    bool with_base, struct registry_pkgset *out, char *err, size_t errlen)
 {
@@ -208,7 +235,7 @@ int registry_closure_chroot(struct kiln_registry *reg, const char *const *names,
 	/* The chroot is made before the build's dependencies go in: the base
 	 * set and everything it pulls in first, so a dependency the base
 	 * already satisfies adds nothing. */
-	if (with_base && (seed_base(&a) || drain(&a, 0)))
+	if (with_base && base(&a))
 		goto fail;
 	size_t head = a.q.n;
 	for (size_t i = 0; i < n; i++) {

@@ -30,6 +30,11 @@ struct kiln_registry {
 	char err[PATH_MAX + 256]; /* last error, for registry_errmsg() */
 	void *snap;               /* REGISTRY_SNAPSHOT: the sealed copy, mapped */
 	size_t snaplen;
+	/* A snapshot never changes, so the clean-chroot closure's base set is
+	 * worked out once per handle (closure_apt.c); the report's unused
+	 * Build-Depends need one closure per declared name. */
+	struct registry_pkgset chroot_base;
+	bool chroot_base_known;
 };
 
 /* Replaces the handle's file by a sealed in-memory copy of it, taken under a
