@@ -18,7 +18,12 @@ the run counts them all. Figures are medians over the rounds.
 
 Micro benchmark: trace_micro (4 processes x 2 threads stat/open/close the
 same registry-managed paths) natively, under kiln trace and under kiln trace
---no-cache, interleaved in the same number of rounds."""
+--no-cache, interleaved in the same number of rounds.
+
+`make bench-trace-deb` (bench/run-trace-deb) runs the same rounds over what a
+maintainer runs, a whole package build (PACKAGE_WORKLOADS: zlib's
+`dpkg-buildpackage -b`), with --workloads and --variants naming the subset
+and --no-micro."""
 import argparse
 import ctypes
 import json
@@ -43,6 +48,15 @@ WORKLOADS = {
     "zlib": ("zlib: ./configure && make -j2", "./configure && make -j2",
              (["./example"], None)),
 }
+# Whole package builds (make bench-trace-deb), in the same shape. The tree
+# is unpacked one level down (dpkg-buildpackage writes the .debs beside it),
+# with the demo's build profile and options (examples/demo.sh).
+PACKAGE_WORKLOADS = {
+    "zlib_deb": ("zlib: dpkg-buildpackage -b -uc -us (nobiarch, parallel=2)",
+                 "dpkg-buildpackage -b -uc -us",
+                 (["sh", "-c", "ls ../zlib1g_*_*.deb ../zlib1g-dev_*_*.deb"], None)),
+}
+PACKAGE_ENV = {"DEB_BUILD_PROFILES": "nobiarch", "DEB_BUILD_OPTIONS": "parallel=2"}
 RUN_TIMEOUT_S = 1800
 PR_SET_CHILD_SUBREAPER = 36
 PSEUDO_LIB = "/usr/lib/x86_64-linux-gnu/pseudo/libpseudo.so"
@@ -124,6 +138,8 @@ def kiln_cmd(a, variant, report, deps):
 def command(w, variant, a, report):
     build = ["sh", "-c", WORKLOADS[w][1]]
     env = base_env()
+    if w in PACKAGE_WORKLOADS:
+        env.update(PACKAGE_ENV)
     if variant == "plain":
         return build, env
     if variant == "count":
@@ -200,13 +216,15 @@ def read_report(report, what, cmd, cwd, log_path):
 
 
 def run_build(w, variant, rnd, a):
-    tree = os.path.join(a.work, w)
+    top = os.path.join(a.work, w)
+    tree = os.path.join(top, os.path.basename(a.src[w])) if w in PACKAGE_WORKLOADS else top
     log_path = os.path.join(a.work, f"{w}-{variant}.log")
     report = os.path.join(a.work, f"{w}-{variant}.json")
     what = f"{'warm-up' if rnd < 0 else f'round {rnd + 1}'}, {w}, {variant}"
-    shutil.rmtree(tree, ignore_errors=True)
+    shutil.rmtree(top, ignore_errors=True)
     if os.path.exists(report):
         os.unlink(report)
+    os.makedirs(os.path.dirname(tree), exist_ok=True)
     subprocess.run(["cp", "-a", a.src[w], tree], check=True)
     cmd, env = command(w, variant, a, report)
     code, wall, cpu = timed(cmd, tree, env, log_path, what)
@@ -224,7 +242,7 @@ def run_build(w, variant, rnd, a):
             res["pids"] = int(f.read()) - 1  # not the cat that read it
     if variant in tr.KILN_VARIANTS:
         res.update(read_report(report, what, cmd, tree, log_path))
-    shutil.rmtree(tree)
+    shutil.rmtree(top)
     return res
 
 
@@ -273,24 +291,48 @@ def summary(a, head, runs, micro, warm, rounds_done, t_start):
 
 def main():
     ap = argparse.ArgumentParser()
-    for opt in ("kiln", "db", "empty-preload", "out", "work", "micro", "calibrate",
-                "hello-src", "zlib-src"):
+    for opt in ("kiln", "db", "empty-preload", "out", "work", "calibrate"):
         ap.add_argument("--" + opt, required=True)
+    for opt in ("micro", "hello-src", "zlib-src"):
+        ap.add_argument("--" + opt)
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--micro-paths", type=int, default=10000)
     ap.add_argument("--micro-passes", type=int, default=2)
     ap.add_argument("--only", help="a subset of the workloads (KILN_BENCH_ONLY), for trials")
+    ap.add_argument("--workloads", default="hello zlib",
+                    help="the workloads to measure: " + " ".join([*WORKLOADS, *PACKAGE_WORKLOADS]))
+    ap.add_argument("--variants", default=" ".join(v for v, _ in tr.VARIANTS),
+                    help="the variants to measure (plain always)")
+    ap.add_argument("--no-micro", action="store_true", help="skip the micro benchmark")
     ap.add_argument("--preload-json", help="bench/out/preload.json of this run, for spawn_over_empty_us")
     a = ap.parse_args()
     for opt in ("kiln", "db", "empty_preload", "out", "work", "micro", "calibrate"):
-        setattr(a, opt, os.path.abspath(getattr(a, opt)))  # runs start in the trees
-    a.src = {"hello": os.path.abspath(a.hello_src), "zlib": os.path.abspath(a.zlib_src)}
+        if getattr(a, opt):
+            setattr(a, opt, os.path.abspath(getattr(a, opt)))  # runs start in the trees
+    src = {"hello": a.hello_src, "zlib": a.zlib_src, "zlib_deb": a.zlib_src}
+    a.src = {w: os.path.abspath(d) for w, d in src.items() if d}
+    WORKLOADS.update(PACKAGE_WORKLOADS)
+    for w in list(WORKLOADS):
+        if w not in a.workloads.split():
+            del WORKLOADS[w]
+    unknown = set(a.workloads.split()) - set(WORKLOADS)
+    if unknown or not WORKLOADS:
+        fail(f"--workloads {a.workloads!r}: not workloads: {' '.join(sorted(unknown)) or 'none given'}")
+    names = [v for v, _ in tr.VARIANTS]
+    if set(a.variants.split()) - set(names):
+        fail(f"--variants {a.variants!r}: known variants are {' '.join(names)}")
+    variants = [v for v in names if v == "plain" or v in a.variants.split()]
+    for w in WORKLOADS:
+        if w not in a.src:
+            fail(f"{w} needs --{'hello' if w == 'hello' else 'zlib'}-src")
+    if not a.no_micro and not a.micro:
+        fail("the micro benchmark needs --micro (or --no-micro)")
     if a.only:
         for w in list(WORKLOADS):
             if w not in a.only.split():
                 del WORKLOADS[w]
         if not WORKLOADS:
-            fail(f"KILN_BENCH_ONLY={a.only!r} names none of: hello zlib")
+            fail(f"KILN_BENCH_ONLY={a.only!r} names none of: {a.workloads}")
     if a.rounds < 1:
         fail("KILN_BENCH_ROUNDS must be at least 1")
     try:
@@ -308,11 +350,12 @@ def main():
     say(f"bench-trace: {a.rounds} rounds, load average {res['load_average_before']:.2f}, "
         f"calibration {cal['cpu_loop_ms']:.0f} ms CPU loop, {cal['mem_latency_ns']:.0f} ns memory latency")
 
-    paths, deps = trace_paths.pick(a.kiln, a.db, a.micro_paths)
-    a.micro_list = os.path.join(a.work, "micro-paths")
-    with open(a.micro_list, "w") as f:
-        f.write("\n".join(paths) + "\n")
-    say(f"  micro: {len(paths)} paths from {len(deps)} declared packages ({a.micro_list})")
+    if not a.no_micro:
+        paths, deps = trace_paths.pick(a.kiln, a.db, a.micro_paths)
+        a.micro_list = os.path.join(a.work, "micro-paths")
+        with open(a.micro_list, "w") as f:
+            f.write("\n".join(paths) + "\n")
+        say(f"  micro: {len(paths)} paths from {len(deps)} declared packages ({a.micro_list})")
 
     warm = {}
     for w in WORKLOADS:
@@ -321,8 +364,8 @@ def main():
         say(f"  warm-up {w} (plain, untimed): {warm[w]['wall']:.2f} s wall, "
             f"{warm[w].get('pids', 'uncounted')} processes and threads created")
 
-    runs = {w: {v: [] for v, _ in tr.VARIANTS} for w in WORKLOADS}
-    micro = {m: [] for m in ("native", "cached", "nocache")}
+    runs = {w: {v: [] for v in variants} for w in WORKLOADS}
+    micro = {m: [] for m in ("native", "cached", "nocache")} if not a.no_micro else {}
     for rnd in range(a.rounds):
         modes = list(micro)
         for i in range(len(modes)):
@@ -331,8 +374,8 @@ def main():
             micro[m].append(r)
             say(f"  round {rnd + 1} micro {m:8} {r['ns_per_call']:9.1f} ns per call")
         for w in WORKLOADS:
-            for i in range(len(tr.VARIANTS)):
-                v = tr.VARIANTS[(rnd + i) % len(tr.VARIANTS)][0]
+            for i in range(len(variants)):
+                v = variants[(rnd + i) % len(variants)]
                 r = run_build(w, v, rnd, a)
                 runs[w][v].append(r)
                 say(f"  round {rnd + 1} {w:5} {v:9} {r['wall']:7.2f} s wall {r['cpu']:7.2f} s CPU")
@@ -356,7 +399,8 @@ def main():
             print(f"WARNING: {w}: kiln runs disagree on hidden/refused/unknown paths:")
             print("\n".join("  " + d for d in diffs))
         print()
-    print("\n".join(tr.micro_table(res)))
+    if micro:
+        print("\n".join(tr.micro_table(res)))
     if "spawn_over_empty_us" in res:
         print(f"\nspawn + exit of a no-op program under kiln trace: "
               f"{res['spawn_over_empty_us']:.1f} us more than with an empty preload (make bench-preload)")
