@@ -69,7 +69,8 @@ def arena(uworld):
     return w
 
 
-# Each race: the swapper, then the user of the path, for SECS each, at once.
+# Each race: the swapper, then the user of the path, at once, for SECS and
+# until the swapper has changed the path more than 50 times (RACER_STOP).
 RACES = {
     "open": ("swap {s} t u", "read {s} t visible foo.h"),
     "fopen": ("swap {s} t u", "fread {s} t visible foo.h"),
@@ -86,9 +87,10 @@ def run_races(w, names):
     for name in names:
         swapper, user = RACES[name]
         fmt = dict(s=SECS, dep=os.path.join(w.inc, "dep.h"))
-        script.append(f'echo "{name}"; ./racer {swapper.format(**fmt)} & '
+        script.append(f'echo "{name}"; rm -f race-over; export RACER_STOP=race-over '
+                      f'RACER_MIN_SWAPS=51; ./racer {swapper.format(**fmt)} & '
                       f'./racer {user.format(**fmt)}; wait')
-    r = w.run(command=["sh", "-c", "\n".join(script)], timeout=60 + 10 * SECS * len(names))
+    r = w.run(command=["sh", "-c", "\n".join(script)], timeout=60 + len(names) * (10 + 2 * SECS))
     assert r.returncode == 0, (r.stdout, r.stderr[-3000:])
     out, lines = {}, r.stdout.splitlines()
     for i, line in enumerate(lines):

@@ -20,7 +20,13 @@
  *                                and the file it runs from)
  *
  * The counters print as one line: "visible=N hidden=N ENOENT=N ..." (an
- * errno name for each failure seen). The swappers print "swaps=N". */
+ * errno name for each failure seen). The swappers print "swaps=N".
+ *
+ * With RACER_STOP=FILE in the environment the pair ends together, after at
+ * least SECS and at least RACER_MIN_SWAPS changes of the path (so a slow
+ * machine gets a longer race, not a smaller one): the swapper creates FILE
+ * when it has both (or 10 s after SECS, whatever it has), and the user goes
+ * on past SECS until FILE exists. */
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -39,6 +45,29 @@ static double now(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The swapper's end: SECS passed and enough changes made (RACER_STOP). */
+static int swapper_done(double end, long n)
+{
+	const char *stop = getenv("RACER_STOP");
+	if (!stop)
+		return now() >= end;
+	const char *min = getenv("RACER_MIN_SWAPS");
+	double t = now();
+	if (t < end || (n < (min ? atol(min) : 0) && t < end + 10))
+		return 0;
+	int fd = open(stop, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd >= 0)
+		close(fd);
+	return 1;
+}
+
+/* The user's end: SECS passed, and with RACER_STOP the swapper done. */
+static int user_done(double end)
+{
+	const char *stop = getenv("RACER_STOP");
+	return now() >= end && (!stop || access(stop, F_OK) == 0);
 }
 
 #define MAXERR 134
@@ -74,7 +103,7 @@ static int swap(double secs, const char *a, const char *b)
 {
 	long n = 0;
 	double end = now() + secs;
-	while (now() < end)
+	while (!swapper_done(end, n))
 		for (int i = 0; i < 64; i++)
 			if (syscall(SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, 2 /* RENAME_EXCHANGE */) == 0)
 				n++;
@@ -86,7 +115,7 @@ static int blink(double secs, const char *target, const char *link)
 {
 	long n = 0;
 	double end = now() + secs;
-	while (now() < end)
+	while (!swapper_done(end, n))
 		for (int i = 0; i < 64; i++) {
 			if (symlink(target, link) == 0)
 				n++;
@@ -100,7 +129,7 @@ static int reader(double secs, const char *path, const char *vis, const char *hi
 {
 	char buf[256];
 	double end = now() + secs;
-	while (now() < end) {
+	while (!user_done(end)) {
 		long n;
 		if (use_stdio) {
 			FILE *f = fopen(path, "r");
@@ -128,7 +157,7 @@ static int reader(double secs, const char *path, const char *vis, const char *hi
 static int writer(double secs, const char *path, int creat)
 {
 	double end = now() + secs;
-	while (now() < end) {
+	while (!user_done(end)) {
 		int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | (creat ? O_CREAT : 0), 0644);
 		if (fd < 0) {
 			count_err(errno);
@@ -146,7 +175,7 @@ static int runner(double secs, const char *path, const char *vis, const char *hi
 {
 	char *argv[] = { (char *)path, (char *)"exe", NULL };
 	double end = now() + secs;
-	for (int i = 0; now() < end; i++) {
+	for (int i = 0; !user_done(end); i++) {
 		int p[2];
 		if (pipe2(p, O_CLOEXEC) < 0)
 			return 1;
