@@ -7,7 +7,7 @@
 #   make check-fidelity  configure in a clean chroot against kiln trace (slow, root)
 #   make demo       build kiln and run its main job on a real example
 #   make bench      every benchmark (or bench-shm, bench-registry, bench-meta,
-#                   bench-preload, bench-trace: docs/benchmarks.md)
+#                   bench-preload, bench-trace, bench-trace-deb: docs/benchmarks.md)
 #   make install    PREFIX=/usr/local DESTDIR= (what the Debian package holds)
 #   make deps       install the build and test dependencies (as root)
 #   make SAN=address|thread|undefined check

@@ -61,10 +61,11 @@ RUN_TIMEOUT_S = 1800
 PR_SET_CHILD_SUBREAPER = 36
 PSEUDO_LIB = "/usr/lib/x86_64-linux-gnu/pseudo/libpseudo.so"
 MICRO_SHAPE = ("4", "2")  # processes, threads each
+NAME = "bench-trace"  # in messages; bench-trace-deb when writing trace-deb.json
 
 
 def fail(msg):
-    print(f"bench-trace: {msg}", file=sys.stderr)
+    print(f"{NAME}: {msg}", file=sys.stderr)
     sys.exit(1)
 
 
@@ -306,6 +307,8 @@ def main():
     ap.add_argument("--no-micro", action="store_true", help="skip the micro benchmark")
     ap.add_argument("--preload-json", help="bench/out/preload.json of this run, for spawn_over_empty_us")
     a = ap.parse_args()
+    global NAME
+    NAME = "bench-" + os.path.splitext(os.path.basename(a.out))[0]
     for opt in ("kiln", "db", "empty_preload", "out", "work", "micro", "calibrate"):
         if getattr(a, opt):
             setattr(a, opt, os.path.abspath(getattr(a, opt)))  # runs start in the trees
@@ -347,7 +350,7 @@ def main():
     res = {"rounds": a.rounds, "load_average_before": os.getloadavg()[0]}
     cal = calibrate(a)
     res.update({f"calib_{k}_before": v for k, v in cal.items()})
-    say(f"bench-trace: {a.rounds} rounds, load average {res['load_average_before']:.2f}, "
+    say(f"{NAME}: {a.rounds} rounds, load average {res['load_average_before']:.2f}, "
         f"calibration {cal['cpu_loop_ms']:.0f} ms CPU loop, {cal['mem_latency_ns']:.0f} ns memory latency")
 
     if not a.no_micro:
