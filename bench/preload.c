@@ -15,6 +15,10 @@
  *                                     in this process's own environment (so
  *                                     under kiln trace the children are
  *                                     traced); prints ns per process
+ *   preload spawn-stat-cold N K PATH MB  the same, writing MB MiB of memory
+ *                                     before each spawn (untimed) so that
+ *                                     each child starts with cold caches, as
+ *                                     one among a build's other processes
  *   preload locale NAME               setlocale(LC_ALL, NAME) and exit (what
  *                                     nearly every program of a build does
  *                                     first: NAME "" takes $LC_ALL...)
@@ -53,21 +57,29 @@ static double cpu_ns(const struct rusage *r)
  * faults per process, which a loaded machine inflates far less than the
  * wall time (scheduling waits are not in them). */
 static int spawn_n(int n, const char *self, const posix_spawn_file_actions_t *fa, char *const *argv,
-		   char *const *envp)
+		   char *const *envp, size_t thrash)
 {
+	char *junk = thrash ? malloc(thrash) : NULL;
+	if (thrash && !junk)
+		return 1;
 	struct rusage r0, r1;
 	getrusage(RUSAGE_CHILDREN, &r0);
-	double t0 = now_ns();
+	double wall = 0;
 	for (int i = 0; i < n; i++) {
+		for (size_t k = 0; k < thrash; k += 64)
+			junk[k] = (char)(i + k);
 		pid_t pid;
 		int st;
+		double t0 = now_ns();
 		if (posix_spawn(&pid, self, fa, NULL, argv, envp) != 0)
 			return 1;
 		waitpid(pid, &st, 0);
+		wall += now_ns() - t0;
 		if (!WIFEXITED(st) || WEXITSTATUS(st))
 			return 1;
 	}
-	double wall = (now_ns() - t0) / n;
+	free(junk);
+	wall /= n;
 	getrusage(RUSAGE_CHILDREN, &r1);
 	fprintf(stderr, "cpu_ns=%.0f minflt=%.1f\n", (cpu_ns(&r1) - cpu_ns(&r0)) / n,
 		(double)(r1.ru_minflt - r0.ru_minflt) / n);
@@ -99,13 +111,14 @@ int main(int argc, char **argv)
 			return 1;
 		self[l] = '\0';
 		char *cargv[] = { self, "noop", NULL };
-		return spawn_n(n, self, NULL, cargv, envp);
+		return spawn_n(n, self, NULL, cargv, envp, 0);
 	}
 	if (argc == 3 && !strcmp(argv[1], "locale")) {
 		setlocale(LC_ALL, argv[2]);
 		return 0;
 	}
-	if ((argc == 5 && !strcmp(argv[1], "spawn-stat")) ||
+	int cold = argc == 6 && !strcmp(argv[1], "spawn-stat-cold");
+	if ((argc == 5 && !strcmp(argv[1], "spawn-stat")) || cold ||
 	    (argc == 4 && !strcmp(argv[1], "spawn-locale"))) {
 		int n = atoi(argv[2]);
 		char self[4096];
@@ -123,7 +136,7 @@ int main(int argc, char **argv)
 		posix_spawn_file_actions_t fa;
 		posix_spawn_file_actions_init(&fa);
 		posix_spawn_file_actions_adddup2(&fa, out, 1);
-		return spawn_n(n, self, &fa, cargv, environ);
+		return spawn_n(n, self, &fa, cargv, environ, cold ? (size_t)atoi(argv[5]) << 20 : 0);
 	}
 	if (argc == 4 && !strcmp(argv[1], "stat")) {
 		int n = atoi(argv[2]);
@@ -149,10 +162,11 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 4 && !strcmp(argv[1], "spawn-prog")) {
 		int n = atoi(argv[2]);
-		return spawn_n(n, argv[3], NULL, argv + 3, environ);
+		return spawn_n(n, argv[3], NULL, argv + 3, environ, 0);
 	}
 	fprintf(stderr, "usage: preload noop | spawn N with|without LIB | spawn N inherit | "
-			"stat N PATH | open N PATH | spawn-stat N K PATH | spawn-prog N PROG [ARG...] | "
+			"stat N PATH | open N PATH | spawn-stat N K PATH | spawn-stat-cold N K PATH MB | "
+			"spawn-prog N PROG [ARG...] | "
 			"locale NAME | spawn-locale N NAME\n");
 	return 2;
 }
