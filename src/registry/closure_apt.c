@@ -38,27 +38,102 @@ static const char base_sql[] =
 /* debootstrap's buildd variant adds these by name to the required set. */
 static const char *const buildd_extra[] = { "apt", "build-essential" };
 
-struct apt {
-	struct kiln_registry *reg;
-	sqlite3_stmt *real, *providers, *deps, *base;
-	struct registry_pkgset seen;
-	struct registry_queue q;
-};
-
 struct ids {
 	int64_t v[64];
 	int n;
 };
 
+/* What `real` and `providers` answered, by name, within one closure: a
+ * clause is looked up again for every package that has it (libc6 for most
+ * of them): 1,772 lookups of 336 names for GNU hello's report. */
+struct answer {
+	char *key; /* 'r' or 'p', the name, '\0', archq; NULL: a free slot */
+	size_t klen;
+	struct ids ids;
+};
+
+struct answers {
+	struct answer *v;
+	size_t cap, n; /* cap: a power of two, at most half full */
+};
+
+struct apt {
+	struct kiln_registry *reg;
+	sqlite3_stmt *real, *providers, *deps, *base;
+	struct registry_pkgset seen;
+	struct registry_queue q;
+	struct answers memo;
+};
+
+static size_t key_hash(const char *k, size_t n)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)k[i]) * 1099511628211ull;
+	return (size_t)h;
+}
+
+static struct answer *slot_of(struct answers *m, const char *key, size_t klen)
+{
+	for (size_t i = key_hash(key, klen) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+		struct answer *e = &m->v[i];
+		if (!e->key || (e->klen == klen && !memcmp(e->key, key, klen)))
+			return e;
+	}
+}
+
+/* Room for one more answer; -1 when out of memory (then nothing is kept). */
+static int make_room(struct answers *m)
+{
+	if (m->cap && (m->n + 1) * 2 <= m->cap)
+		return 0;
+	struct answers bigger = { calloc(m->cap ? m->cap * 2 : 512, sizeof *m->v),
+				  m->cap ? m->cap * 2 : 512, m->n };
+	if (!bigger.v)
+		return -1;
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->v[i].key)
+			*slot_of(&bigger, m->v[i].key, m->v[i].klen) = m->v[i];
+	free(m->v);
+	*m = bigger;
+	return 0;
+}
+
+static void forget_answers(struct answers *m)
+{
+	for (size_t i = 0; i < m->cap; i++)
+		free(m->v[i].key);
+	free(m->v);
+}
+
 static int lookup(struct apt *a, sqlite3_stmt *st, const char *name, const char *archq,
 		  struct ids *out)
 {
+	char key[512];
+	int kl = snprintf(key, sizeof key, "%c%s%c%s", st == a->real ? 'r' : 'p', name, '\0',
+			  st == a->real ? archq : "");
+	struct answer *e = NULL;
+	if (kl > 0 && (size_t)kl < sizeof key && make_room(&a->memo) == 0) {
+		e = slot_of(&a->memo, key, (size_t)kl);
+		if (e->key) {
+			*out = e->ids;
+			return 0;
+		}
+	}
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
 	if (st == a->real)
 		sqlite3_bind_text(st, 2, archq, -1, SQLITE_TRANSIENT);
 	int n = registry_collect_ids(a->reg, st, out->v, 64);
 	out->n = n > 64 ? 64 : n;
-	return n < 0 ? -1 : 0;
+	if (n < 0)
+		return -1;
+	if (e && (e->key = malloc((size_t)kl))) {
+		memcpy(e->key, key, (size_t)kl);
+		e->klen = (size_t)kl;
+		e->ids = *out;
+		a->memo.n++;
+	}
+	return 0;
 }
 
 static int push(struct apt *a, int64_t id)
@@ -282,6 +357,7 @@ out:
 	UNLOCK(reg);
 	free(a.q.v);
 	registry_pkgset_free(&a.seen);
+	forget_answers(&a.memo);
 	return ret;
 }
 

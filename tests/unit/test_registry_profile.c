@@ -55,6 +55,10 @@ static const char status_text[] =
 	PKG("w3m", "optional", "Provides: www-browser\n")
 	PKG("lynx", "optional", "Provides: www-browser\n")
 	PKG("locales-all", "optional", "")
+	PKG("libq", "optional", "")
+	PKG("libq-alt", "optional", "")
+	PKG("uses-foreign", "optional", "Depends: libq:i386 | libq-alt\n")
+	PKG("uses-native", "optional", "Depends: libq\n")
 #undef PKG
 	;
 
@@ -265,6 +269,20 @@ static void snapshot_reuses_the_base_set(void **state)
 	registry_close(snap);
 }
 
+/* One name asked with and without an architecture qualifier in the same
+ * closure: two questions, two answers (libq:i386 is not installed, libq
+ * is). */
+static void qualified_and_plain_name_in_one_closure(void **state)
+{
+	(void)state;
+	assert_string_equal(closure(CHROOT, false, "uses-foreign"), "libq-alt,uses-foreign");
+	struct registry_pkgset set = { 0 };
+	const char *names[] = { "uses-foreign", "uses-native" };
+	assert_int_equal(registry_closure_chroot(reg, names, 2, false, &set, err, sizeof err), 0);
+	assert_string_equal(names_of(&set), "libq,libq-alt,uses-foreign,uses-native");
+	registry_pkgset_free(&set);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -273,6 +291,7 @@ int main(void)
 		cmocka_unit_test(virtual_with_two_providers),
 		cmocka_unit_test(build_depends_groups),
 		cmocka_unit_test(snapshot_reuses_the_base_set),
+		cmocka_unit_test(qualified_and_plain_name_in_one_closure),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
