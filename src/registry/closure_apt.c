@@ -43,9 +43,10 @@ struct ids {
 	int n;
 };
 
-/* What `real` and `providers` answered, by name, within one closure: a
- * clause is looked up again for every package that has it (libc6 for most
- * of them): 1,772 lookups of 336 names for GNU hello's report. */
+/* What `real` and `providers` answered, by name, within one closure (and
+ * on a snapshot across closures): a clause is looked up again for every
+ * package that has it (libc6 for most of them): 1,772 lookups of 336 names
+ * for GNU hello's report. */
 struct answer {
 	char *key; /* 'r' or 'p', the name, '\0', archq; NULL: a free slot */
 	size_t klen;
@@ -57,12 +58,38 @@ struct answers {
 	size_t cap, n; /* cap: a power of two, at most half full */
 };
 
+struct atom {
+	int clause, alt, type;
+	char name[128], archq[32];
+};
+
+/* A package's dependency rows, as `deps` gives them. */
+struct rows {
+	int64_t id; /* 0: a free slot (package ids start at 1) */
+	struct atom *atoms;
+	size_t n;
+};
+
+struct rows_table {
+	struct rows *v;
+	size_t cap, n; /* as struct answers */
+};
+
+/* What a snapshot handle keeps across its closures (it cannot change): the
+ * report's unused Build-Depends ask one closure per declared name. */
+struct registry_closure_memo {
+	struct answers names;
+	struct rows_table deps;
+};
+
 struct apt {
 	struct kiln_registry *reg;
 	sqlite3_stmt *real, *providers, *deps, *base;
 	struct registry_pkgset seen;
 	struct registry_queue q;
-	struct answers memo;
+	struct answers *memo;      /* the handle's (a snapshot) or `own` */
+	struct rows_table *rows;   /* the handle's, or NULL: asked each time */
+	struct answers own;
 };
 
 static size_t key_hash(const char *k, size_t n)
@@ -113,8 +140,8 @@ static int lookup(struct apt *a, sqlite3_stmt *st, const char *name, const char 
 	int kl = snprintf(key, sizeof key, "%c%s%c%s", st == a->real ? 'r' : 'p', name, '\0',
 			  st == a->real ? archq : "");
 	struct answer *e = NULL;
-	if (kl > 0 && (size_t)kl < sizeof key && make_room(&a->memo) == 0) {
-		e = slot_of(&a->memo, key, (size_t)kl);
+	if (kl > 0 && (size_t)kl < sizeof key && make_room(a->memo) == 0) {
+		e = slot_of(a->memo, key, (size_t)kl);
 		if (e->key) {
 			*out = e->ids;
 			return 0;
@@ -131,7 +158,7 @@ static int lookup(struct apt *a, sqlite3_stmt *st, const char *name, const char 
 		memcpy(e->key, key, (size_t)kl);
 		e->klen = (size_t)kl;
 		e->ids = *out;
-		a->memo.n++;
+		a->memo->n++;
 	}
 	return 0;
 }
@@ -176,14 +203,10 @@ static int install(struct apt *a, const char *name, const char *archq)
 	return r.n;
 }
 
-struct atom {
-	int clause, alt, type;
-	char name[128], archq[32];
-};
-
 /* Each clause of package id: nothing if an alternative is already in the
  * closure, else the first alternative something installed satisfies. */
-static int follow(struct apt *a, int64_t id)
+/* The rows of `deps` for package id: *atoms is malloc'd (the caller's). */
+static int ask_rows(struct apt *a, int64_t id, struct atom **atoms_out, size_t *n_out)
 {
 	struct atom *atoms = NULL;
 	size_t na = 0, cap = 0;
@@ -213,6 +236,51 @@ static int follow(struct apt *a, int64_t id)
 		registry_sql_message(a->reg->db, rc, a->reg->path, a->reg->err, sizeof a->reg->err);
 		return -1;
 	}
+	*atoms_out = atoms;
+	*n_out = na;
+	return 0;
+}
+
+static struct rows *rows_slot(struct rows_table *t, int64_t id)
+{
+	for (size_t i = key_hash((const char *)&id, sizeof id) & (t->cap - 1);; i = (i + 1) & (t->cap - 1))
+		if (t->v[i].id == 0 || t->v[i].id == id)
+			return &t->v[i];
+}
+
+/* Room for one more package's rows; -1 when out of memory. */
+static int rows_room(struct rows_table *t)
+{
+	if (t->cap && (t->n + 1) * 2 <= t->cap)
+		return 0;
+	size_t cap = t->cap ? t->cap * 2 : 512;
+	struct rows_table bigger = { calloc(cap, sizeof *t->v), cap, t->n };
+	if (!bigger.v)
+		return -1;
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->v[i].id)
+			*rows_slot(&bigger, t->v[i].id) = t->v[i];
+	free(t->v);
+	*t = bigger;
+	return 0;
+}
+
+static int follow(struct apt *a, int64_t id)
+{
+	struct atom *atoms;
+	size_t na;
+	struct rows *kept = a->rows && rows_room(a->rows) == 0 ? rows_slot(a->rows, id) : NULL;
+	if (kept && kept->id) {
+		atoms = kept->atoms;
+		na = kept->n;
+	} else {
+		if (ask_rows(a, id, &atoms, &na))
+			return -1;
+		if (kept) {
+			*kept = (struct rows){ id, atoms, na };
+			a->rows->n++;
+		}
+	}
 	int ret = 0;
 	for (size_t s = 0, e; s < na && !ret; s = e) {
 		for (e = s + 1; e < na && atoms[e].clause == atoms[s].clause &&
@@ -227,7 +295,8 @@ static int follow(struct apt *a, int64_t id)
 			if ((done = install(a, atoms[i].name, atoms[i].archq)) < 0)
 				ret = -1;
 	}
-	free(atoms);
+	if (!kept)
+		free(atoms);
 	return ret;
 }
 
@@ -293,6 +362,10 @@ int registry_closure_chroot(struct kiln_registry *reg, const char *const *names,
 	int ret = -1;
 	reg->err[0] = '\0';
 	LOCK(reg);
+	if (reg->snap && !reg->chroot_memo)
+		reg->chroot_memo = calloc(1, sizeof *reg->chroot_memo);
+	a.memo = reg->chroot_memo ? &reg->chroot_memo->names : &a.own;
+	a.rows = reg->chroot_memo ? &reg->chroot_memo->deps : NULL;
 	struct {
 		sqlite3_stmt **st;
 		const char *sql;
@@ -357,8 +430,19 @@ out:
 	UNLOCK(reg);
 	free(a.q.v);
 	registry_pkgset_free(&a.seen);
-	forget_answers(&a.memo);
+	forget_answers(&a.own);
 	return ret;
+}
+
+void registry_closure_memo_free(struct registry_closure_memo *m)
+{
+	if (!m)
+		return;
+	forget_answers(&m->names);
+	for (size_t i = 0; i < m->deps.cap; i++)
+		free(m->deps.v[i].atoms);
+	free(m->deps.v);
+	free(m);
 }
 
 int registry_closure_profile(struct kiln_registry *reg, enum registry_profile profile,

@@ -31,11 +31,16 @@ struct kiln_registry {
 	void *snap;               /* REGISTRY_SNAPSHOT: the sealed copy, mapped */
 	size_t snaplen;
 	/* A snapshot never changes, so the clean-chroot closure's base set is
-	 * worked out once per handle (closure_apt.c); the report's unused
+	 * worked out once per handle, and its name lookups and dependency rows
+	 * are asked of SQLite once (closure_apt.c); the report's unused
 	 * Build-Depends need one closure per declared name. */
 	struct registry_pkgset chroot_base;
 	bool chroot_base_known;
+	struct registry_closure_memo *chroot_memo; /* a snapshot's answers and rows, kept */
 };
+
+/* Frees what registry_closure_chroot() kept on a snapshot handle. */
+void registry_closure_memo_free(struct registry_closure_memo *m);
 
 /* Replaces the handle's file by a sealed in-memory copy of it, taken under a
  * read lock (snapshot.c). 0, or -1 with a message naming the file in err. */
