@@ -43,43 +43,28 @@ struct ids {
 	int n;
 };
 
-/* What `real` and `providers` answered, by name, within one closure (and
- * on a snapshot across closures): a clause is looked up again for every
- * package that has it (libc6 for most of them): 1,772 lookups of 336 names
- * for GNU hello's report. */
-struct answer {
-	char *key; /* 'r' or 'p', the name, '\0', archq; NULL: a free slot */
-	size_t klen;
-	struct ids ids;
-};
-
-struct answers {
-	struct answer *v;
-	size_t cap, n; /* cap: a power of two, at most half full */
-};
-
 struct atom {
 	int clause, alt, type;
 	char name[128], archq[32];
 };
 
-/* A package's dependency rows, as `deps` gives them. */
-struct rows {
-	int64_t id; /* 0: a free slot (package ids start at 1) */
-	struct atom *atoms;
+/* What the registry answered, kept by question: 'r' or 'p' (real,
+ * providers), the name, '\0', archq -> struct ids; 'd' and a package id ->
+ * its dependency rows (n atoms). Within one closure a clause is looked up
+ * again for every package that has it (libc6 for most of them: 1,772
+ * lookups of 336 names for GNU hello's report); a snapshot handle, which
+ * cannot change, keeps the table for all its closures (the report's unused
+ * Build-Depends ask one per declared name). */
+struct kept {
+	char *key; /* NULL: a free slot */
+	size_t klen;
+	void *val;
 	size_t n;
 };
 
-struct rows_table {
-	struct rows *v;
-	size_t cap, n; /* as struct answers */
-};
-
-/* What a snapshot handle keeps across its closures (it cannot change): the
- * report's unused Build-Depends ask one closure per declared name. */
 struct registry_closure_memo {
-	struct answers names;
-	struct rows_table deps;
+	struct kept *v;
+	size_t cap, n; /* cap: a power of two, at most half full */
 };
 
 struct apt {
@@ -87,49 +72,63 @@ struct apt {
 	sqlite3_stmt *real, *providers, *deps, *base;
 	struct registry_pkgset seen;
 	struct registry_queue q;
-	struct answers *memo;      /* the handle's (a snapshot) or `own` */
-	struct rows_table *rows;   /* the handle's, or NULL: asked each time */
-	struct answers own;
+	struct registry_closure_memo *memo; /* the handle's (a snapshot) or `own` */
+	struct registry_closure_memo own;
 };
 
-static size_t key_hash(const char *k, size_t n)
+static struct kept *slot_of(struct registry_closure_memo *m, const char *key, size_t klen)
 {
 	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)k[i]) * 1099511628211ull;
-	return (size_t)h;
-}
-
-static struct answer *slot_of(struct answers *m, const char *key, size_t klen)
-{
-	for (size_t i = key_hash(key, klen) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-		struct answer *e = &m->v[i];
+	for (size_t i = 0; i < klen; i++)
+		h = (h ^ (unsigned char)key[i]) * 1099511628211ull;
+	for (size_t i = (size_t)h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+		struct kept *e = &m->v[i];
 		if (!e->key || (e->klen == klen && !memcmp(e->key, key, klen)))
 			return e;
 	}
 }
 
-/* Room for one more answer; -1 when out of memory (then nothing is kept). */
-static int make_room(struct answers *m)
+/* The slot for `key` with room for it: NULL when out of memory or the key
+ * does not fit (then nothing is kept and the question is asked). */
+static struct kept *kept_slot(struct registry_closure_memo *m, const char *key, int klen)
 {
-	if (m->cap && (m->n + 1) * 2 <= m->cap)
-		return 0;
-	struct answers bigger = { calloc(m->cap ? m->cap * 2 : 512, sizeof *m->v),
-				  m->cap ? m->cap * 2 : 512, m->n };
-	if (!bigger.v)
+	if (klen <= 0)
+		return NULL;
+	if (!m->cap || (m->n + 1) * 2 > m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 1024;
+		struct kept *v = calloc(cap, sizeof *v);
+		if (!v)
+			return NULL;
+		struct registry_closure_memo bigger = { v, cap, m->n };
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->v[i].key)
+				*slot_of(&bigger, m->v[i].key, m->v[i].klen) = m->v[i];
+		free(m->v);
+		*m = bigger;
+	}
+	return slot_of(m, key, (size_t)klen);
+}
+
+/* Keeps val (malloc'd, now the table's) under the free slot e. */
+static int keep(struct registry_closure_memo *m, struct kept *e, const char *key, int klen,
+		void *val, size_t n)
+{
+	if (!(e->key = malloc((size_t)klen)))
 		return -1;
-	for (size_t i = 0; i < m->cap; i++)
-		if (m->v[i].key)
-			*slot_of(&bigger, m->v[i].key, m->v[i].klen) = m->v[i];
-	free(m->v);
-	*m = bigger;
+	memcpy(e->key, key, (size_t)klen);
+	e->klen = (size_t)klen;
+	e->val = val;
+	e->n = n;
+	m->n++;
 	return 0;
 }
 
-static void forget_answers(struct answers *m)
+static void forget(struct registry_closure_memo *m)
 {
-	for (size_t i = 0; i < m->cap; i++)
+	for (size_t i = 0; i < m->cap; i++) {
 		free(m->v[i].key);
+		free(m->v[i].val);
+	}
 	free(m->v);
 }
 
@@ -139,13 +138,10 @@ static int lookup(struct apt *a, sqlite3_stmt *st, const char *name, const char 
 	char key[512];
 	int kl = snprintf(key, sizeof key, "%c%s%c%s", st == a->real ? 'r' : 'p', name, '\0',
 			  st == a->real ? archq : "");
-	struct answer *e = NULL;
-	if (kl > 0 && (size_t)kl < sizeof key && make_room(a->memo) == 0) {
-		e = slot_of(a->memo, key, (size_t)kl);
-		if (e->key) {
-			*out = e->ids;
-			return 0;
-		}
+	struct kept *e = kl < (int)sizeof key ? kept_slot(a->memo, key, kl) : NULL;
+	if (e && e->key) {
+		*out = *(struct ids *)e->val;
+		return 0;
 	}
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
 	if (st == a->real)
@@ -154,11 +150,11 @@ static int lookup(struct apt *a, sqlite3_stmt *st, const char *name, const char 
 	out->n = n > 64 ? 64 : n;
 	if (n < 0)
 		return -1;
-	if (e && (e->key = malloc((size_t)kl))) {
-		memcpy(e->key, key, (size_t)kl);
-		e->klen = (size_t)kl;
-		e->ids = *out;
-		a->memo->n++;
+	struct ids *copy = e ? malloc(sizeof *copy) : NULL;
+	if (copy) {
+		*copy = *out;
+		if (keep(a->memo, e, key, kl, copy, 0))
+			free(copy);
 	}
 	return 0;
 }
@@ -203,8 +199,6 @@ static int install(struct apt *a, const char *name, const char *archq)
 	return r.n;
 }
 
-/* Each clause of package id: nothing if an alternative is already in the
- * closure, else the first alternative something installed satisfies. */
 /* The rows of `deps` for package id: *atoms is malloc'd (the caller's). */
 static int ask_rows(struct apt *a, int64_t id, struct atom **atoms_out, size_t *n_out)
 {
@@ -241,45 +235,24 @@ static int ask_rows(struct apt *a, int64_t id, struct atom **atoms_out, size_t *
 	return 0;
 }
 
-static struct rows *rows_slot(struct rows_table *t, int64_t id)
-{
-	for (size_t i = key_hash((const char *)&id, sizeof id) & (t->cap - 1);; i = (i + 1) & (t->cap - 1))
-		if (t->v[i].id == 0 || t->v[i].id == id)
-			return &t->v[i];
-}
-
-/* Room for one more package's rows; -1 when out of memory. */
-static int rows_room(struct rows_table *t)
-{
-	if (t->cap && (t->n + 1) * 2 <= t->cap)
-		return 0;
-	size_t cap = t->cap ? t->cap * 2 : 512;
-	struct rows_table bigger = { calloc(cap, sizeof *t->v), cap, t->n };
-	if (!bigger.v)
-		return -1;
-	for (size_t i = 0; i < t->cap; i++)
-		if (t->v[i].id)
-			*rows_slot(&bigger, t->v[i].id) = t->v[i];
-	free(t->v);
-	*t = bigger;
-	return 0;
-}
-
+/* Each clause of package id: nothing if an alternative is already in the
+ * closure, else the first alternative something installed satisfies. */
 static int follow(struct apt *a, int64_t id)
 {
+	char key[1 + sizeof id];
+	key[0] = 'd';
+	memcpy(key + 1, &id, sizeof id);
+	struct kept *e = kept_slot(a->memo, key, (int)sizeof key);
 	struct atom *atoms;
 	size_t na;
-	struct rows *kept = a->rows && rows_room(a->rows) == 0 ? rows_slot(a->rows, id) : NULL;
-	if (kept && kept->id) {
-		atoms = kept->atoms;
-		na = kept->n;
+	bool ours = false; /* the table's, else freed below (lookups may move the table) */
+	if (e && e->key) {
+		atoms = e->val;
+		na = e->n;
+	} else if (ask_rows(a, id, &atoms, &na)) {
+		return -1;
 	} else {
-		if (ask_rows(a, id, &atoms, &na))
-			return -1;
-		if (kept) {
-			*kept = (struct rows){ id, atoms, na };
-			a->rows->n++;
-		}
+		ours = !e || keep(a->memo, e, key, (int)sizeof key, atoms, na) != 0;
 	}
 	int ret = 0;
 	for (size_t s = 0, e; s < na && !ret; s = e) {
@@ -295,7 +268,7 @@ static int follow(struct apt *a, int64_t id)
 			if ((done = install(a, atoms[i].name, atoms[i].archq)) < 0)
 				ret = -1;
 	}
-	if (!kept)
+	if (ours)
 		free(atoms);
 	return ret;
 }
@@ -364,8 +337,7 @@ int registry_closure_chroot(struct kiln_registry *reg, const char *const *names,
 	LOCK(reg);
 	if (reg->snap && !reg->chroot_memo)
 		reg->chroot_memo = calloc(1, sizeof *reg->chroot_memo);
-	a.memo = reg->chroot_memo ? &reg->chroot_memo->names : &a.own;
-	a.rows = reg->chroot_memo ? &reg->chroot_memo->deps : NULL;
+	a.memo = reg->chroot_memo ? reg->chroot_memo : &a.own;
 	struct {
 		sqlite3_stmt **st;
 		const char *sql;
@@ -430,18 +402,14 @@ out:
 	UNLOCK(reg);
 	free(a.q.v);
 	registry_pkgset_free(&a.seen);
-	forget_answers(&a.own);
+	forget(&a.own);
 	return ret;
 }
 
 void registry_closure_memo_free(struct registry_closure_memo *m)
 {
-	if (!m)
-		return;
-	forget_answers(&m->names);
-	for (size_t i = 0; i < m->deps.cap; i++)
-		free(m->deps.v[i].atoms);
-	free(m->deps.v);
+	if (m)
+		forget(m);
 	free(m);
 }
 

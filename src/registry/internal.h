@@ -36,7 +36,7 @@ struct kiln_registry {
 	 * Build-Depends need one closure per declared name. */
 	struct registry_pkgset chroot_base;
 	bool chroot_base_known;
-	struct registry_closure_memo *chroot_memo; /* a snapshot's answers and rows, kept */
+	struct registry_closure_memo *chroot_memo; /* a snapshot's registry answers, kept */
 };
 
 /* Frees what registry_closure_chroot() kept on a snapshot handle. */
