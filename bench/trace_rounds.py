@@ -315,12 +315,15 @@ def main():
     src = {"hello": a.hello_src, "zlib": a.zlib_src, "zlib_deb": a.zlib_src}
     a.src = {w: os.path.abspath(d) for w, d in src.items() if d}
     WORKLOADS.update(PACKAGE_WORKLOADS)
-    for w in list(WORKLOADS):
-        if w not in a.workloads.split():
-            del WORKLOADS[w]
     unknown = set(a.workloads.split()) - set(WORKLOADS)
-    if unknown or not WORKLOADS:
+    if unknown or not a.workloads.split():
         fail(f"--workloads {a.workloads!r}: not workloads: {' '.join(sorted(unknown)) or 'none given'}")
+    wanted = [w for w in a.workloads.split() if not a.only or w in a.only.split()]
+    if not wanted:
+        fail(f"KILN_BENCH_ONLY={a.only!r} names none of: {a.workloads}")
+    for w in list(WORKLOADS):
+        if w not in wanted:
+            del WORKLOADS[w]
     names = [v for v, _ in tr.VARIANTS]
     if set(a.variants.split()) - set(names):
         fail(f"--variants {a.variants!r}: known variants are {' '.join(names)}")
@@ -330,12 +333,6 @@ def main():
             fail(f"{w} needs --{'hello' if w == 'hello' else 'zlib'}-src")
     if not a.no_micro and not a.micro:
         fail("the micro benchmark needs --micro (or --no-micro)")
-    if a.only:
-        for w in list(WORKLOADS):
-            if w not in a.only.split():
-                del WORKLOADS[w]
-        if not WORKLOADS:
-            fail(f"KILN_BENCH_ONLY={a.only!r} names none of: {a.workloads}")
     if a.rounds < 1:
         fail("KILN_BENCH_ROUNDS must be at least 1")
     try:

@@ -62,9 +62,17 @@ struct kept {
 	size_t n;
 };
 
-struct registry_closure_memo {
+struct kept_table {
 	struct kept *v;
 	size_t cap, n; /* cap: a power of two, at most half full */
+};
+
+/* All a snapshot handle keeps for its closures: the table, and the base
+ * set with everything it pulls in (below, base()). */
+struct registry_closure_memo {
+	struct kept_table answers;
+	struct registry_pkgset base;
+	bool base_known;
 };
 
 struct apt {
@@ -72,11 +80,12 @@ struct apt {
 	sqlite3_stmt *real, *providers, *deps, *base;
 	struct registry_pkgset seen;
 	struct registry_queue q;
-	struct registry_closure_memo *memo; /* the handle's (a snapshot) or `own` */
-	struct registry_closure_memo own;
+	struct registry_closure_memo *keep; /* the handle's (a snapshot), or NULL */
+	struct kept_table *memo;            /* keep's table, or `own` */
+	struct kept_table own;
 };
 
-static struct kept *slot_of(struct registry_closure_memo *m, const char *key, size_t klen)
+static struct kept *slot_of(struct kept_table *m, const char *key, size_t klen)
 {
 	uint64_t h = 1469598103934665603ull; /* FNV-1a */
 	for (size_t i = 0; i < klen; i++)
@@ -90,7 +99,7 @@ static struct kept *slot_of(struct registry_closure_memo *m, const char *key, si
 
 /* The slot for `key` with room for it: NULL when out of memory or the key
  * does not fit (then nothing is kept and the question is asked). */
-static struct kept *kept_slot(struct registry_closure_memo *m, const char *key, int klen)
+static struct kept *kept_slot(struct kept_table *m, const char *key, int klen)
 {
 	if (klen <= 0)
 		return NULL;
@@ -99,7 +108,7 @@ static struct kept *kept_slot(struct registry_closure_memo *m, const char *key, 
 		struct kept *v = calloc(cap, sizeof *v);
 		if (!v)
 			return NULL;
-		struct registry_closure_memo bigger = { v, cap, m->n };
+		struct kept_table bigger = { v, cap, m->n };
 		for (size_t i = 0; i < m->cap; i++)
 			if (m->v[i].key)
 				*slot_of(&bigger, m->v[i].key, m->v[i].klen) = m->v[i];
@@ -110,7 +119,7 @@ static struct kept *kept_slot(struct registry_closure_memo *m, const char *key, 
 }
 
 /* Keeps val (malloc'd, now the table's) under the free slot e. */
-static int keep(struct registry_closure_memo *m, struct kept *e, const char *key, int klen,
+static int store(struct kept_table *m, struct kept *e, const char *key, int klen,
 		void *val, size_t n)
 {
 	if (!(e->key = malloc((size_t)klen)))
@@ -123,7 +132,7 @@ static int keep(struct registry_closure_memo *m, struct kept *e, const char *key
 	return 0;
 }
 
-static void forget(struct registry_closure_memo *m)
+static void forget(struct kept_table *m)
 {
 	for (size_t i = 0; i < m->cap; i++) {
 		free(m->v[i].key);
@@ -153,7 +162,7 @@ static int lookup(struct apt *a, sqlite3_stmt *st, const char *name, const char 
 	struct ids *copy = e ? malloc(sizeof *copy) : NULL;
 	if (copy) {
 		*copy = *out;
-		if (keep(a->memo, e, key, kl, copy, 0))
+		if (store(a->memo, e, key, kl, copy, 0))
 			free(copy);
 	}
 	return 0;
@@ -252,7 +261,7 @@ static int follow(struct apt *a, int64_t id)
 	} else if (ask_rows(a, id, &atoms, &na)) {
 		return -1;
 	} else {
-		ours = !e || keep(a->memo, e, key, (int)sizeof key, atoms, na) != 0;
+		ours = !e || store(a->memo, e, key, (int)sizeof key, atoms, na) != 0;
 	}
 	int ret = 0;
 	for (size_t s = 0, e; s < na && !ret; s = e) {
@@ -318,13 +327,12 @@ static int copy_set(struct registry_pkgset *to, const struct registry_pkgset *fr
  * queue starts empty. */
 static int base(struct apt *a)
 {
-	struct kiln_registry *reg = a->reg;
-	if (reg->chroot_base_known)
-		return copy_set(&a->seen, &reg->chroot_base);
+	if (a->keep && a->keep->base_known)
+		return copy_set(&a->seen, &a->keep->base);
 	if (seed_base(a) || drain(a, 0))
 		return -1;
-	if (reg->snap && copy_set(&reg->chroot_base, &a->seen) == 0)
-		reg->chroot_base_known = true;
+	if (a->keep && copy_set(&a->keep->base, &a->seen) == 0)
+		a->keep->base_known = true;
 	return 0;
 }
 
@@ -337,7 +345,8 @@ int registry_closure_chroot(struct kiln_registry *reg, const char *const *names,
 	LOCK(reg);
 	if (reg->snap && !reg->chroot_memo)
 		reg->chroot_memo = calloc(1, sizeof *reg->chroot_memo);
-	a.memo = reg->chroot_memo ? reg->chroot_memo : &a.own;
+	a.keep = reg->snap ? reg->chroot_memo : NULL;
+	a.memo = a.keep ? &a.keep->answers : &a.own;
 	struct {
 		sqlite3_stmt **st;
 		const char *sql;
@@ -408,8 +417,10 @@ out:
 
 void registry_closure_memo_free(struct registry_closure_memo *m)
 {
-	if (m)
-		forget(m);
+	if (!m)
+		return;
+	forget(&m->answers);
+	registry_pkgset_free(&m->base);
 	free(m);
 }
 

@@ -261,7 +261,6 @@ void registry_close(struct kiln_registry *reg)
 	sqlite3_close(reg->db);
 	if (reg->snap)
 		munmap(reg->snap, reg->snaplen);
-	registry_pkgset_free(&reg->chroot_base);
 	registry_closure_memo_free(reg->chroot_memo);
 	pthread_mutex_destroy(&reg->lock);
 	free(reg);

@@ -30,13 +30,11 @@ struct kiln_registry {
 	char err[PATH_MAX + 256]; /* last error, for registry_errmsg() */
 	void *snap;               /* REGISTRY_SNAPSHOT: the sealed copy, mapped */
 	size_t snaplen;
-	/* A snapshot never changes, so the clean-chroot closure's base set is
-	 * worked out once per handle, and its name lookups and dependency rows
-	 * are asked of SQLite once (closure_apt.c); the report's unused
-	 * Build-Depends need one closure per declared name. */
-	struct registry_pkgset chroot_base;
-	bool chroot_base_known;
-	struct registry_closure_memo *chroot_memo; /* a snapshot's registry answers, kept */
+	/* A snapshot never changes, so its clean-chroot closures share the
+	 * base set, the name lookups and the dependency rows, each worked out
+	 * once (closure_apt.c); the report's unused Build-Depends need one
+	 * closure per declared name. */
+	struct registry_closure_memo *chroot_memo;
 };
 
 /* Frees what registry_closure_chroot() kept on a snapshot handle. */
