@@ -255,13 +255,13 @@ void registry_close(struct kiln_registry *reg)
 	if (!reg)
 		return;
 	sqlite3_stmt *stmts[] = { reg->st_owners, reg->st_name, reg->st_dir, reg->st_resolve,
-				  reg->st_resolve_arch, reg->st_deps_of, reg->st_essential };
+				  reg->st_resolve_arch };
 	for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++)
 		sqlite3_finalize(stmts[i]);
 	sqlite3_close(reg->db);
 	if (reg->snap)
 		munmap(reg->snap, reg->snaplen);
-	registry_closure_memo_free(reg->chroot_memo);
+	registry_closure_memo_free(reg->closure_memo);
 	pthread_mutex_destroy(&reg->lock);
 	free(reg);
 }

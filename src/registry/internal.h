@@ -25,19 +25,18 @@ struct kiln_registry {
 	sqlite3 *db;
 	char path[PATH_MAX];
 	pthread_mutex_t lock; /* one handle may be shared by threads */
-	sqlite3_stmt *st_owners, *st_name, *st_dir, *st_resolve, *st_resolve_arch,
-		*st_deps_of, *st_essential;
+	sqlite3_stmt *st_owners, *st_name, *st_dir, *st_resolve, *st_resolve_arch;
 	char err[PATH_MAX + 256]; /* last error, for registry_errmsg() */
 	void *snap;               /* REGISTRY_SNAPSHOT: the sealed copy, mapped */
 	size_t snaplen;
-	/* A snapshot never changes, so its clean-chroot closures share the
-	 * base set, the name lookups and the dependency rows, each worked out
-	 * once (closure_apt.c); the report's unused Build-Depends need one
+	/* A snapshot never changes, so its closures (either profile) share
+	 * the base sets, the name lookups and the dependency rows, each worked
+	 * out once (closure_kept.c); the report's unused Build-Depends need one
 	 * closure per declared name. */
-	struct registry_closure_memo *chroot_memo;
+	struct registry_closure_memo *closure_memo;
 };
 
-/* Frees what registry_closure_chroot() kept on a snapshot handle. */
+/* Frees what the closures kept on a snapshot handle. */
 void registry_closure_memo_free(struct registry_closure_memo *m);
 
 /* Replaces the handle's file by a sealed in-memory copy of it, taken under a

@@ -243,20 +243,36 @@ static void build_depends_groups(void **state)
 /* The report asks one closure per declared name (unused Build-Depends):
  * on a snapshot the base set is followed once and reused. Every closure,
  * in any order, first or later, is the one a fresh handle works out. */
+static const char *const snap_names[] = { "awkuser", NULL, "awk", "tzdata", "app-dev",
+					   "build-essential", "www-browser", "awkuser",
+					   "uses-foreign", "libq", "uses-native" };
+
+/* Every closure of snap_names under `profile` on the snapshot (in order,
+ * twice, with and without the base set, the profiles interleaved when
+ * `both`) equals a fresh handle's. */
+static void snapshot_closures_match(struct kiln_registry *snap, enum registry_profile profile,
+				    bool both)
+{
+	for (int round = 0; round < 2; round++)
+		for (size_t i = 0; i < sizeof snap_names / sizeof snap_names[0]; i++)
+			for (int base = 1; base >= 0; base--) {
+				char want[2048];
+				snprintf(want, sizeof want, "%s", closure(profile, base, snap_names[i]));
+				assert_string_equal(closure_in(snap, profile, base, snap_names[i]), want);
+				if (!both)
+					continue;
+				enum registry_profile other = profile == HOST ? CHROOT : HOST;
+				snprintf(want, sizeof want, "%s", closure(other, base, snap_names[i]));
+				assert_string_equal(closure_in(snap, other, base, snap_names[i]), want);
+			}
+}
+
 static void snapshot_reuses_the_base_set(void **state)
 {
 	(void)state;
 	struct kiln_registry *snap = registry_open(db, REGISTRY_SNAPSHOT, err, sizeof err);
 	assert_non_null(snap);
-	const char *names[] = { "awkuser", NULL, "awk", "tzdata", "app-dev", "build-essential",
-				"www-browser", "awkuser" };
-	for (int round = 0; round < 2; round++)
-		for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-			for (int base = 1; base >= 0; base--) {
-				char want[2048];
-				snprintf(want, sizeof want, "%s", closure(CHROOT, base, names[i]));
-				assert_string_equal(closure_in(snap, CHROOT, base, names[i]), want);
-			}
+	snapshot_closures_match(snap, CHROOT, false);
 	/* gawk is not in: mawk, from the reused base set, satisfies "gawk | mawk". */
 	assert_null(strstr(closure_in(snap, CHROOT, true, "awkuser"), "gawk"));
 	struct registry_pkgset set = { 0 };
@@ -267,6 +283,28 @@ static void snapshot_reuses_the_base_set(void **state)
 	snprintf(want, sizeof want, "%s", closure(CHROOT, true, NULL));
 	assert_string_equal(closure_in(snap, CHROOT, true, NULL), want);
 	registry_close(snap);
+}
+
+/* The host profile's closures on a snapshot share the kept answers and
+ * Essential's closure: the same sets as a fresh handle's, alone and
+ * interleaved with the chroot profile's (both keep answers in one table,
+ * each its own base set). */
+static void snapshot_host_closures(void **state)
+{
+	(void)state;
+	for (int both = 0; both < 2; both++) {
+		struct kiln_registry *snap = registry_open(db, REGISTRY_SNAPSHOT, err, sizeof err);
+		assert_non_null(snap);
+		snapshot_closures_match(snap, HOST, both);
+		/* every alternative and provider: gawk and mawk both, lynx and w3m */
+		assert_non_null(strstr(closure_in(snap, HOST, true, "awkuser"), "gawk"));
+		assert_string_equal(closure_in(snap, HOST, false, "www-browser"), "lynx,w3m");
+		struct registry_pkgset set = { 0 };
+		const char *bad[] = { "no-such-thing" };
+		assert_int_equal(registry_closure(snap, bad, 1, true, &set, err, sizeof err), -1);
+		assert_non_null(strstr(err, "unknown package 'no-such-thing'"));
+		registry_close(snap);
+	}
 }
 
 /* One name asked with and without an architecture qualifier in the same
@@ -291,6 +329,7 @@ int main(void)
 		cmocka_unit_test(virtual_with_two_providers),
 		cmocka_unit_test(build_depends_groups),
 		cmocka_unit_test(snapshot_reuses_the_base_set),
+		cmocka_unit_test(snapshot_host_closures),
 		cmocka_unit_test(qualified_and_plain_name_in_one_closure),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

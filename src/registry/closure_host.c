@@ -1,0 +1,104 @@
+/* The host closure: everything installed that the build could use, every
+ * installed alternative of a clause and every provider of a name, with
+ * Essential as the base set (docs/profiles.md). The clean-chroot closure,
+ * one package per clause, is closure_apt.c. */
+#include <stdlib.h>
+
+#include "registry/closure_kept.h"
+
+#define LOCK(reg) pthread_mutex_lock(&(reg)->lock)
+#define UNLOCK(reg) pthread_mutex_unlock(&(reg)->lock)
+
+static const char essential_sql[] = "SELECT id FROM packages WHERE essential=1 ORDER BY id";
+
+/* Pushes the packages of (name, archq) and every provider of name: how many
+ * there are, -1 on error. */
+static int push_satisfiers(struct closure_run *a, const char *name, const char *archq)
+{
+	struct closure_ids r, p;
+	if (closure_lookup(a, a->real, name, archq, &r) ||
+	    closure_lookup(a, a->providers, name, archq, &p))
+		return -1;
+	for (int i = 0; i < r.n; i++)
+		if (closure_push(a, r.v[i]))
+			return -1;
+	for (int i = 0; i < p.n; i++)
+		if (closure_push(a, p.v[i]))
+			return -1;
+	return r.n + p.n;
+}
+
+/* Breadth-first over Depends and Pre-Depends from queue position `head`;
+ * `seen` makes cycles harmless. */
+static int drain(struct closure_run *a, size_t head)
+{
+	for (; head < a->q.n; head++) {
+		struct closure_atom *atoms;
+		size_t na;
+		bool owned;
+		if (closure_rows(a, a->q.v[head], &atoms, &na, &owned))
+			return -1;
+		int ret = 0;
+		for (size_t i = 0; i < na && !ret; i++)
+			if (push_satisfiers(a, atoms[i].name, atoms[i].archq) < 0)
+				ret = -1;
+		if (owned)
+			free(atoms);
+		if (ret)
+			return -1;
+	}
+	return 0;
+}
+
+static int make_base(struct closure_run *a)
+{
+	return closure_seed(a) || drain(a, 0) ? -1 : 0;
+}
+
+/* Pushes the packages of a declared name: of that name (and architecture,
+ * if qualified), else whatever satisfies it. */
+static enum closure_state add_name(struct closure_run *a, const char *spec, char *err,
+				   size_t errlen)
+{
+	int64_t ids[CLOSURE_IDS_MAX];
+	int k = registry_find_packages(a->reg, spec, ids, CLOSURE_IDS_MAX);
+	if (k < 0)
+		return CLOSURE_DB_ERROR;
+	if (k > CLOSURE_IDS_MAX)
+		k = CLOSURE_IDS_MAX;
+	for (int j = 0; j < k; j++)
+		if (closure_push(a, ids[j]))
+			return CLOSURE_FAILED;
+	if (k == 0) {
+		char name[256];
+		const char *archq = closure_split_name(spec, name);
+		if ((k = push_satisfiers(a, name, archq)) < 0)
+			return CLOSURE_FAILED;
+		if (k == 0) {
+			registry_unknown_name(a->reg, spec, err, errlen);
+			return CLOSURE_UNKNOWN;
+		}
+	}
+	return CLOSURE_OK;
+}
+
+int registry_closure(struct kiln_registry *reg, const char *const *names, size_t n,
+		     bool with_essential, struct registry_pkgset *out, char *err, size_t errlen)
+{
+	struct closure_run a;
+	reg->err[0] = '\0';
+	LOCK(reg);
+	enum closure_state st = closure_run_open(&a, reg, essential_sql) ? CLOSURE_DB_ERROR : 0;
+	/* The closure of names and Essential is that of each: the base set's
+	 * part (kept on a snapshot handle) first. */
+	if (!st && with_essential && closure_base(&a, REGISTRY_PROFILE_HOST, make_base))
+		st = CLOSURE_FAILED;
+	size_t head = a.q.n;
+	for (size_t i = 0; i < n && !st; i++)
+		st = add_name(&a, names[i], err, errlen);
+	if (!st && drain(&a, head))
+		st = CLOSURE_FAILED;
+	int ret = closure_run_end(&a, st, out, err, errlen);
+	UNLOCK(reg);
+	return ret;
+}

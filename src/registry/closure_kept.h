@@ -1,0 +1,109 @@
+/* What both closures (closure_apt.c: the clean chroot; closure_host.c:
+ * every installed alternative) ask the registry, and the table that keeps
+ * the answers (closure_kept.c). Internal to the registry. */
+#ifndef KILN_REGISTRY_CLOSURE_KEPT_H
+#define KILN_REGISTRY_CLOSURE_KEPT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "registry/internal.h"
+#include "registry/query.h"
+
+#define CLOSURE_IDS_MAX 256 /* more packages of one name or providers does not happen */
+
+struct closure_ids {
+	int64_t v[CLOSURE_IDS_MAX];
+	int n;
+};
+
+struct closure_atom {
+	int clause, alt, type;
+	char name[128], archq[32];
+};
+
+/* What the registry answered, kept by question: 'r' or 'p' (real,
+ * providers), the name, '\0', archq -> package ids; 'd' and a package id ->
+ * its dependency rows. Within one closure a clause is looked up again for
+ * every package that has it (libc6 for most of them: 1,772 lookups of 336
+ * names for GNU hello's report); a snapshot handle, which cannot change,
+ * keeps the table for all its closures (the report's unused Build-Depends
+ * ask one per declared name). */
+struct kept {
+	char *key; /* NULL: a free slot */
+	size_t klen;
+	void *val;
+	size_t n;
+};
+
+struct kept_table {
+	struct kept *v;
+	size_t cap, n; /* cap: a power of two, at most half full */
+};
+
+/* All a snapshot handle keeps for its closures: the table (the same
+ * answers serve both profiles), and each profile's base set with
+ * everything it pulls in. */
+struct registry_closure_memo {
+	struct kept_table answers;
+	struct registry_pkgset base[2]; /* by enum registry_profile */
+	bool base_known[2];
+};
+
+/* One closure being worked out. */
+struct closure_run {
+	struct kiln_registry *reg;
+	sqlite3_stmt *real, *providers, *deps, *base;
+	struct registry_pkgset seen;
+	struct registry_queue q;
+	struct registry_closure_memo *keep; /* the handle's (a snapshot), or NULL */
+	struct kept_table *memo;            /* keep's table, or `own` */
+	struct kept_table own;
+};
+
+/* How a closure run went so far: closure_run_end() turns it into the
+ * result. */
+enum closure_state {
+	CLOSURE_OK = 0,
+	CLOSURE_FAILED,   /* out of memory, or a query failed (reg->err says) */
+	CLOSURE_DB_ERROR, /* reg->err says */
+	CLOSURE_UNKNOWN,  /* a declared name is unknown: err written */
+};
+
+/* Prepares the statements (base_sql: the profile's base set) and picks the
+ * table, with the handle's lock held by the caller. 0, or -1 with the
+ * message in reg->err. */
+int closure_run_open(struct closure_run *a, struct kiln_registry *reg, const char *base_sql);
+
+/* On CLOSURE_OK hands the closure to *out (0); else -1 with err written.
+ * Frees the run either way. */
+int closure_run_end(struct closure_run *a, enum closure_state st, struct registry_pkgset *out,
+		    char *err, size_t errlen);
+
+/* A declared "name[:archq]": the name copied into name[256], the archq
+ * ("" for none) returned. */
+const char *closure_split_name(const char *spec, char name[256]);
+
+/* The installed packages of (name, archq) (a->real: of that name, archq as
+ * in registry_satisfiers(); a->providers: providing it, in apt's order). */
+int closure_lookup(struct closure_run *a, sqlite3_stmt *st, const char *name, const char *archq,
+		   struct closure_ids *out);
+
+/* Package id's dependency rows, Pre-Depends first, clauses and
+ * alternatives in order: *atoms is the table's, or malloc'd and *owned
+ * (the caller frees it then). */
+int closure_rows(struct closure_run *a, int64_t id, struct closure_atom **atoms, size_t *n,
+		 bool *owned);
+
+int closure_push(struct closure_run *a, int64_t id);
+
+/* Every id of a->base's rows pushed. */
+int closure_seed(struct closure_run *a);
+
+/* The profile's base set, worked out by `make` (which fills a->seen) once
+ * per snapshot handle and copied after: the packages already followed are
+ * all in `seen`, and the queue starts empty. */
+int closure_base(struct closure_run *a, enum registry_profile profile,
+		 int (*make)(struct closure_run *));
+
+#endif
