@@ -131,23 +131,10 @@ static enum closure_state add_name(struct closure_run *a, const char *spec, char
 int registry_closure_chroot(struct kiln_registry *reg, const char *const *names, size_t n,
 			    bool with_base, struct registry_pkgset *out, char *err, size_t errlen)
 {
-	struct closure_run a;
-	reg->err[0] = '\0';
-	LOCK(reg);
-	enum closure_state st = closure_run_open(&a, reg, base_sql) ? CLOSURE_DB_ERROR : 0;
-	/* The chroot is made before the build's dependencies go in: the base
-	 * set and everything it pulls in first, so a dependency the base
-	 * already satisfies adds nothing. */
-	if (!st && with_base && closure_base(&a, REGISTRY_PROFILE_CHROOT, make_base))
-		st = CLOSURE_FAILED;
-	size_t head = a.q.n;
-	for (size_t i = 0; i < n && !st; i++)
-		st = add_name(&a, names[i], err, errlen);
-	if (!st && drain(&a, head))
-		st = CLOSURE_FAILED;
-	int ret = closure_run_end(&a, st, out, err, errlen);
-	UNLOCK(reg);
-	return ret;
+	static const struct closure_profile p = {
+		REGISTRY_PROFILE_CHROOT, base_sql, make_base, add_name, drain,
+	};
+	return closure_compute(reg, &p, names, n, with_base, out, err, errlen);
 }
 
 int registry_closure_profile(struct kiln_registry *reg, enum registry_profile profile,

@@ -6,9 +6,6 @@
 
 #include "registry/closure_kept.h"
 
-#define LOCK(reg) pthread_mutex_lock(&(reg)->lock)
-#define UNLOCK(reg) pthread_mutex_unlock(&(reg)->lock)
-
 static const char essential_sql[] = "SELECT id FROM packages WHERE essential=1 ORDER BY id";
 
 /* Pushes the packages of (name, archq) and every provider of name: how many
@@ -85,20 +82,8 @@ static enum closure_state add_name(struct closure_run *a, const char *spec, char
 int registry_closure(struct kiln_registry *reg, const char *const *names, size_t n,
 		     bool with_essential, struct registry_pkgset *out, char *err, size_t errlen)
 {
-	struct closure_run a;
-	reg->err[0] = '\0';
-	LOCK(reg);
-	enum closure_state st = closure_run_open(&a, reg, essential_sql) ? CLOSURE_DB_ERROR : 0;
-	/* The closure of names and Essential is that of each: the base set's
-	 * part (kept on a snapshot handle) first. */
-	if (!st && with_essential && closure_base(&a, REGISTRY_PROFILE_HOST, make_base))
-		st = CLOSURE_FAILED;
-	size_t head = a.q.n;
-	for (size_t i = 0; i < n && !st; i++)
-		st = add_name(&a, names[i], err, errlen);
-	if (!st && drain(&a, head))
-		st = CLOSURE_FAILED;
-	int ret = closure_run_end(&a, st, out, err, errlen);
-	UNLOCK(reg);
-	return ret;
+	static const struct closure_profile p = {
+		REGISTRY_PROFILE_HOST, essential_sql, make_base, add_name, drain,
+	};
+	return closure_compute(reg, &p, names, n, with_essential, out, err, errlen);
 }

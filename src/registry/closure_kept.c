@@ -81,7 +81,9 @@ static void forget(struct kept_table *m)
 	*m = (struct kept_table){ 0 };
 }
 
-int closure_run_open(struct closure_run *a, struct kiln_registry *reg, const char *base_sql)
+/* Prepares the statements and picks the table, with the handle's lock held.
+ * 0, or -1 with the message in reg->err. */
+static int run_open(struct closure_run *a, struct kiln_registry *reg, const char *base_sql)
 {
 	*a = (struct closure_run){ .reg = reg };
 	if (reg->snap && !reg->closure_memo)
@@ -105,8 +107,10 @@ int closure_run_open(struct closure_run *a, struct kiln_registry *reg, const cha
 	return 0;
 }
 
-int closure_run_end(struct closure_run *a, enum closure_state st, struct registry_pkgset *out,
-		    char *err, size_t errlen)
+/* On CLOSURE_OK hands the closure to *out (0); else -1 with err written.
+ * Frees the run either way. */
+static int run_end(struct closure_run *a, enum closure_state st, struct registry_pkgset *out,
+		   char *err, size_t errlen)
 {
 	struct kiln_registry *reg = a->reg;
 	if (st == CLOSURE_OK) {
@@ -255,8 +259,11 @@ static int copy_set(struct registry_pkgset *to, const struct registry_pkgset *fr
 	return 0;
 }
 
-int closure_base(struct closure_run *a, enum registry_profile profile,
-		 int (*make)(struct closure_run *))
+/* The profile's base set, worked out by `make` (which fills a->seen) once
+ * per snapshot handle and copied after: the packages already followed are
+ * all in `seen`, and the queue starts empty. */
+static int base(struct closure_run *a, enum registry_profile profile,
+		int (*make)(struct closure_run *))
 {
 	int p = profile == REGISTRY_PROFILE_CHROOT;
 	if (a->keep && a->keep->base_known[p])
@@ -266,6 +273,28 @@ int closure_base(struct closure_run *a, enum registry_profile profile,
 	if (a->keep && copy_set(&a->keep->base[p], &a->seen) == 0)
 		a->keep->base_known[p] = true;
 	return 0;
+}
+
+int closure_compute(struct kiln_registry *reg, const struct closure_profile *p,
+		    const char *const *names, size_t n, bool with_base,
+		    struct registry_pkgset *out, char *err, size_t errlen)
+{
+	struct closure_run a;
+	reg->err[0] = '\0';
+	pthread_mutex_lock(&reg->lock);
+	enum closure_state st = run_open(&a, reg, p->base_sql) ? CLOSURE_DB_ERROR : CLOSURE_OK;
+	/* The base set and everything it pulls in first (for the chroot, so
+	 * that a dependency the base already satisfies adds nothing). */
+	if (!st && with_base && base(&a, p->profile, p->make_base))
+		st = CLOSURE_FAILED;
+	size_t head = a.q.n;
+	for (size_t i = 0; i < n && !st; i++)
+		st = p->add_name(&a, names[i], err, errlen);
+	if (!st && p->drain(&a, head))
+		st = CLOSURE_FAILED;
+	int ret = run_end(&a, st, out, err, errlen);
+	pthread_mutex_unlock(&reg->lock);
+	return ret;
 }
 
 void registry_closure_memo_free(struct registry_closure_memo *m)

@@ -61,8 +61,7 @@ struct closure_run {
 	struct kept_table own;
 };
 
-/* How a closure run went so far: closure_run_end() turns it into the
- * result. */
+/* How a closure run went so far. */
 enum closure_state {
 	CLOSURE_OK = 0,
 	CLOSURE_FAILED,   /* out of memory, or a query failed (reg->err says) */
@@ -70,15 +69,24 @@ enum closure_state {
 	CLOSURE_UNKNOWN,  /* a declared name is unknown: err written */
 };
 
-/* Prepares the statements (base_sql: the profile's base set) and picks the
- * table, with the handle's lock held by the caller. 0, or -1 with the
- * message in reg->err. */
-int closure_run_open(struct closure_run *a, struct kiln_registry *reg, const char *base_sql);
+/* What makes a profile's closure (closure_apt.c, closure_host.c). */
+struct closure_profile {
+	enum registry_profile profile;
+	const char *base_sql; /* the base set's packages (a->base) */
+	/* Fills a->seen with the base set and what it pulls in. */
+	int (*make_base)(struct closure_run *a);
+	/* Puts a declared name in (CLOSURE_UNKNOWN: err written). */
+	enum closure_state (*add_name)(struct closure_run *a, const char *spec, char *err,
+				       size_t errlen);
+	/* Follows a->q from position head to its end. */
+	int (*drain)(struct closure_run *a, size_t head);
+};
 
-/* On CLOSURE_OK hands the closure to *out (0); else -1 with err written.
- * Frees the run either way. */
-int closure_run_end(struct closure_run *a, enum closure_state st, struct registry_pkgset *out,
-		    char *err, size_t errlen);
+/* The closure of names (and of the base set when with_base) under p: 0, or
+ * -1 with a message in err. */
+int closure_compute(struct kiln_registry *reg, const struct closure_profile *p,
+		    const char *const *names, size_t n, bool with_base,
+		    struct registry_pkgset *out, char *err, size_t errlen);
 
 /* A declared "name[:archq]": the name copied into name[256], the archq
  * ("" for none) returned. */
@@ -100,10 +108,5 @@ int closure_push(struct closure_run *a, int64_t id);
 /* Every id of a->base's rows pushed. */
 int closure_seed(struct closure_run *a);
 
-/* The profile's base set, worked out by `make` (which fills a->seen) once
- * per snapshot handle and copied after: the packages already followed are
- * all in `seen`, and the queue starts empty. */
-int closure_base(struct closure_run *a, enum registry_profile profile,
-		 int (*make)(struct closure_run *));
 
 #endif
