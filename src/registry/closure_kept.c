@@ -1,4 +1,5 @@
-/* The registry answers a closure asks for, kept by question (closure_kept.h). */
+/* The registry answers a closure asks for, kept by question, and the
+ * driver both profiles run on (closure_kept.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,7 @@
 /* What both closures (closure_apt.c: the clean chroot; closure_host.c:
- * every installed alternative) ask the registry, and the table that keeps
- * the answers (closure_kept.c). Internal to the registry. */
+ * every installed alternative) share (closure_kept.c): the registry's
+ * answers, kept in a table by question, and the driver that runs a
+ * profile's closure. Internal to the registry. */
 #ifndef KILN_REGISTRY_CLOSURE_KEPT_H
 #define KILN_REGISTRY_CLOSURE_KEPT_H
 
