@@ -54,17 +54,11 @@ static int install(struct closure_run *a, const char *name, const char *archq)
 	return r.n;
 }
 
-/* Each clause of package id: nothing if an alternative is already in the
+/* Each clause of a package: nothing if an alternative is already in the
  * closure, else the first alternative something installed satisfies. */
-static int follow(struct closure_run *a, int64_t id)
+static int follow(struct closure_run *a, const struct closure_atom *atoms, size_t na)
 {
-	struct closure_atom *atoms;
-	size_t na;
-	bool owned;
-	if (closure_rows(a, id, &atoms, &na, &owned))
-		return -1;
-	int ret = 0;
-	for (size_t s = 0, e; s < na && !ret; s = e) {
+	for (size_t s = 0, e; s < na; s = e) {
 		for (e = s + 1; e < na && atoms[e].clause == atoms[s].clause &&
 				atoms[e].type == atoms[s].type;
 		     e++)
@@ -72,35 +66,22 @@ static int follow(struct closure_run *a, int64_t id)
 		int done = 0;
 		for (size_t i = s; i < e && !done; i++)
 			if ((done = satisfied(a, atoms[i].name, atoms[i].archq)) < 0)
-				ret = -1;
-		for (size_t i = s; i < e && !done && !ret; i++)
+				return -1;
+		for (size_t i = s; i < e && !done; i++)
 			if ((done = install(a, atoms[i].name, atoms[i].archq)) < 0)
-				ret = -1;
+				return -1;
 	}
-	if (owned)
-		free(atoms);
-	return ret;
-}
-
-/* Breadth-first from queue position `head` to the end. */
-static int drain(struct closure_run *a, size_t head)
-{
-	for (; head < a->q.n; head++)
-		if (follow(a, a->q.v[head]))
-			return -1;
 	return 0;
 }
 
-/* Priority: required (and Essential), then what the buildd variant adds,
- * and everything they pull in. */
-static int make_base(struct closure_run *a)
+/* Besides Priority: required (and Essential), what the buildd variant
+ * adds by name. */
+static int add_base(struct closure_run *a)
 {
-	if (closure_seed(a))
-		return -1;
 	for (size_t i = 0; i < sizeof buildd_extra / sizeof buildd_extra[0]; i++)
 		if (install(a, buildd_extra[i], "") < 0)
 			return -1;
-	return drain(a, 0);
+	return 0;
 }
 
 /* Puts in a declared name: a package of that name; a virtual name the
@@ -132,7 +113,7 @@ int registry_closure_chroot(struct kiln_registry *reg, const char *const *names,
 			    bool with_base, struct registry_pkgset *out, char *err, size_t errlen)
 {
 	static const struct closure_profile p = {
-		REGISTRY_PROFILE_CHROOT, base_sql, make_base, add_name, drain,
+		REGISTRY_PROFILE_CHROOT, base_sql, add_base, add_name, follow,
 	};
 	return closure_compute(reg, &p, names, n, with_base, out, err, errlen);
 }

@@ -2,7 +2,7 @@
  * installed alternative of a clause and every provider of a name, with
  * Essential as the base set (docs/profiles.md). The clean-chroot closure,
  * one package per clause, is closure_apt.c. */
-#include <stdlib.h>
+#include <stddef.h>
 
 #include "registry/closure_kept.h"
 
@@ -25,31 +25,13 @@ static int push_satisfiers(struct closure_run *a, const char *name, const char *
 	return r.n + p.n;
 }
 
-/* Breadth-first over Depends and Pre-Depends from queue position `head`;
- * `seen` makes cycles harmless. */
-static int drain(struct closure_run *a, size_t head)
+/* Every satisfier of every row: each installed alternative of a clause. */
+static int follow(struct closure_run *a, const struct closure_atom *atoms, size_t na)
 {
-	for (; head < a->q.n; head++) {
-		struct closure_atom *atoms;
-		size_t na;
-		bool owned;
-		if (closure_rows(a, a->q.v[head], &atoms, &na, &owned))
+	for (size_t i = 0; i < na; i++)
+		if (push_satisfiers(a, atoms[i].name, atoms[i].archq) < 0)
 			return -1;
-		int ret = 0;
-		for (size_t i = 0; i < na && !ret; i++)
-			if (push_satisfiers(a, atoms[i].name, atoms[i].archq) < 0)
-				ret = -1;
-		if (owned)
-			free(atoms);
-		if (ret)
-			return -1;
-	}
 	return 0;
-}
-
-static int make_base(struct closure_run *a)
-{
-	return closure_seed(a) || drain(a, 0) ? -1 : 0;
 }
 
 /* Pushes the packages of a declared name: of that name (and architecture,
@@ -60,7 +42,7 @@ static enum closure_state add_name(struct closure_run *a, const char *spec, char
 	int64_t ids[CLOSURE_IDS_MAX];
 	int k = registry_find_packages(a->reg, spec, ids, CLOSURE_IDS_MAX);
 	if (k < 0)
-		return CLOSURE_DB_ERROR;
+		return CLOSURE_FAILED;
 	if (k > CLOSURE_IDS_MAX)
 		k = CLOSURE_IDS_MAX;
 	for (int j = 0; j < k; j++)
@@ -83,7 +65,7 @@ int registry_closure(struct kiln_registry *reg, const char *const *names, size_t
 		     bool with_essential, struct registry_pkgset *out, char *err, size_t errlen)
 {
 	static const struct closure_profile p = {
-		REGISTRY_PROFILE_HOST, essential_sql, make_base, add_name, drain,
+		REGISTRY_PROFILE_HOST, essential_sql, NULL, add_name, follow,
 	};
 	return closure_compute(reg, &p, names, n, with_essential, out, err, errlen);
 }

@@ -207,8 +207,10 @@ static int ask_rows(struct closure_run *a, int64_t id, struct closure_atom **ato
 	return 0;
 }
 
-int closure_rows(struct closure_run *a, int64_t id, struct closure_atom **atoms, size_t *n,
-		 bool *owned)
+/* Package id's dependency rows: *atoms is the table's, or malloc'd and
+ * *owned (the caller frees it then). */
+static int rows(struct closure_run *a, int64_t id, struct closure_atom **atoms, size_t *n,
+		bool *owned)
 {
 	char key[1 + sizeof id];
 	key[0] = 'd';
@@ -233,7 +235,8 @@ int closure_push(struct closure_run *a, int64_t id)
 	return registry_queue_push(&a->q, &a->seen, id);
 }
 
-int closure_seed(struct closure_run *a)
+/* Every id of a->base's rows pushed. */
+static int seed(struct closure_run *a)
 {
 	int rc;
 	while ((rc = sqlite3_step(a->base)) == SQLITE_ROW)
@@ -260,19 +263,36 @@ static int copy_set(struct registry_pkgset *to, const struct registry_pkgset *fr
 	return 0;
 }
 
-/* The profile's base set, worked out by `make` (which fills a->seen) once
- * per snapshot handle and copied after: the packages already followed are
- * all in `seen`, and the queue starts empty. */
-static int base(struct closure_run *a, enum registry_profile profile,
-		int (*make)(struct closure_run *))
+/* Follows a->q from position head to its end. */
+static int drain(struct closure_run *a, const struct closure_profile *p, size_t head)
 {
-	int p = profile == REGISTRY_PROFILE_CHROOT;
-	if (a->keep && a->keep->base_known[p])
-		return copy_set(&a->seen, &a->keep->base[p]);
-	if (make(a))
+	for (; head < a->q.n; head++) {
+		struct closure_atom *atoms;
+		size_t na;
+		bool owned;
+		if (rows(a, a->q.v[head], &atoms, &na, &owned))
+			return -1;
+		int r = p->follow(a, atoms, na);
+		if (owned)
+			free(atoms);
+		if (r)
+			return -1;
+	}
+	return 0;
+}
+
+/* The profile's base set and everything it pulls in, worked out once per
+ * snapshot handle and copied after: the packages already followed are all
+ * in `seen`, and the queue starts empty. */
+static int base(struct closure_run *a, const struct closure_profile *p)
+{
+	int k = p->profile == REGISTRY_PROFILE_CHROOT;
+	if (a->keep && a->keep->base_known[k])
+		return copy_set(&a->seen, &a->keep->base[k]);
+	if (seed(a) || (p->add_base && p->add_base(a)) || drain(a, p, 0))
 		return -1;
-	if (a->keep && copy_set(&a->keep->base[p], &a->seen) == 0)
-		a->keep->base_known[p] = true;
+	if (a->keep && copy_set(&a->keep->base[k], &a->seen) == 0)
+		a->keep->base_known[k] = true;
 	return 0;
 }
 
@@ -283,15 +303,15 @@ int closure_compute(struct kiln_registry *reg, const struct closure_profile *p,
 	struct closure_run a;
 	reg->err[0] = '\0';
 	pthread_mutex_lock(&reg->lock);
-	enum closure_state st = run_open(&a, reg, p->base_sql) ? CLOSURE_DB_ERROR : CLOSURE_OK;
+	enum closure_state st = run_open(&a, reg, p->base_sql) ? CLOSURE_FAILED : CLOSURE_OK;
 	/* The base set and everything it pulls in first (for the chroot, so
 	 * that a dependency the base already satisfies adds nothing). */
-	if (!st && with_base && base(&a, p->profile, p->make_base))
+	if (!st && with_base && base(&a, p))
 		st = CLOSURE_FAILED;
 	size_t head = a.q.n;
 	for (size_t i = 0; i < n && !st; i++)
 		st = p->add_name(&a, names[i], err, errlen);
-	if (!st && p->drain(&a, head))
+	if (!st && drain(&a, p, head))
 		st = CLOSURE_FAILED;
 	int ret = run_end(&a, st, out, err, errlen);
 	pthread_mutex_unlock(&reg->lock);

@@ -65,26 +65,26 @@ struct closure_run {
 /* How a closure run went so far. */
 enum closure_state {
 	CLOSURE_OK = 0,
-	CLOSURE_FAILED,   /* out of memory, or a query failed (reg->err says) */
-	CLOSURE_DB_ERROR, /* reg->err says */
-	CLOSURE_UNKNOWN,  /* a declared name is unknown: err written */
+	CLOSURE_FAILED,  /* a query failed (reg->err says), or out of memory */
+	CLOSURE_UNKNOWN, /* a declared name is unknown: err written */
 };
 
 /* What makes a profile's closure (closure_apt.c, closure_host.c). */
 struct closure_profile {
 	enum registry_profile profile;
 	const char *base_sql; /* the base set's packages (a->base) */
-	/* Fills a->seen with the base set and what it pulls in. */
-	int (*make_base)(struct closure_run *a);
+	/* Puts in what the base set adds to base_sql's packages (NULL: nothing). */
+	int (*add_base)(struct closure_run *a);
 	/* Puts a declared name in (CLOSURE_UNKNOWN: err written). */
 	enum closure_state (*add_name)(struct closure_run *a, const char *spec, char *err,
 				       size_t errlen);
-	/* Follows a->q from position head to its end. */
-	int (*drain)(struct closure_run *a, size_t head);
+	/* Puts in what one package's dependency rows call for. */
+	int (*follow)(struct closure_run *a, const struct closure_atom *atoms, size_t n);
 };
 
-/* The closure of names (and of the base set when with_base) under p: 0, or
- * -1 with a message in err. */
+/* The closure of names (and of the base set when with_base) under p,
+ * breadth-first over each package's dependency rows (Pre-Depends first,
+ * clauses and alternatives in order): 0, or -1 with a message in err. */
 int closure_compute(struct kiln_registry *reg, const struct closure_profile *p,
 		    const char *const *names, size_t n, bool with_base,
 		    struct registry_pkgset *out, char *err, size_t errlen);
@@ -98,16 +98,6 @@ const char *closure_split_name(const char *spec, char name[256]);
 int closure_lookup(struct closure_run *a, sqlite3_stmt *st, const char *name, const char *archq,
 		   struct closure_ids *out);
 
-/* Package id's dependency rows, Pre-Depends first, clauses and
- * alternatives in order: *atoms is the table's, or malloc'd and *owned
- * (the caller frees it then). */
-int closure_rows(struct closure_run *a, int64_t id, struct closure_atom **atoms, size_t *n,
-		 bool *owned);
-
 int closure_push(struct closure_run *a, int64_t id);
-
-/* Every id of a->base's rows pushed. */
-int closure_seed(struct closure_run *a);
-
 
 #endif
