@@ -70,6 +70,22 @@ def test_every_default_visibility_hook_object_symbol_is_exported(build_dir):
     assert not missing, sorted(missing)
 
 
+def test_string_functions_are_the_librarys_own():
+    """The library's string and memory functions are its own
+    (src/trace/hooks/string.c), bound locally: not imported from libc, whose
+    lazy binding and IFUNC variants would cost every traced process page
+    faults, and not exported to the programs it is loaded into."""
+    own = {"memcpy", "memmove", "memset", "memcmp", "memchr", "strlen", "strchr",
+           "strrchr", "strcmp", "strncmp", "strcspn", "strstr"}
+    out = run(["nm", "-D", "--undefined-only", PRELOAD], check=True).stdout
+    imported = {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()}
+    assert not own & imported, sorted(own & imported)
+    assert not own & exported(PRELOAD)
+    local = run(["nm", PRELOAD], check=True).stdout
+    defined = {f[2] for f in (line.split() for line in local.splitlines()) if len(f) == 3 and f[1] == "t"}
+    assert own <= defined, sorted(own - defined)
+
+
 def test_program_symbols_named_like_kiln_internals_are_its_own(tmp_path):
     """A program defining kiln_ask, shmmap_lookup and kiln_msg_send gets its
     own functions, and the library still checks its opens."""
