@@ -78,6 +78,11 @@ static void mark_pid(int pid)
 	if (!ctr)
 		return;
 	atomic_store_explicit(&shard, pid % VC_SHARDS, memory_order_relaxed);
+	/* A read first: in a forked child the file's pages are not mapped yet,
+	 * and a read fault maps the pages around it (the shards' page and the
+	 * bitmap's first ones, for pids under 491,520) where a write fault maps
+	 * one page. One page fault per forked child instead of two. */
+	(void)__atomic_load_n(&ctr->magic, __ATOMIC_RELAXED);
 	set_pid_bit(pid);
 }
 
