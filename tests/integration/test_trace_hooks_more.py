@@ -370,6 +370,19 @@ def test_program_preload_kept_after_kiln(tree):
     assert lines[0] == f"getenv LD_PRELOAD={PRELOAD}"
 
 
+@pytest.mark.parametrize("via", ["exec-env", "execveat", "spawn"])
+def test_large_environment_reaches_the_program_whole(tree, via):
+    """An environment bigger than the exec hook's vector on the stack (it maps
+    one): every variable of the program's arrives, and kiln's come back."""
+    root, srv, _ = tree
+    big = {f"BIGENV_{i}": str(i) for i in range(600)}  # hookcall passes on 1,000
+    lines, _ = hookcall(srv.path, via, "keep", HOOKCALL, "getenv", "BIGENV_0",
+                        "getenv", "BIGENV_599", "getenv", "LD_PRELOAD", "stat", f"{root}/hid/b",
+                        ";", env=env_for(srv.path, big))
+    assert lines == ["getenv BIGENV_0=0", "getenv BIGENV_599=599",
+                     f"getenv LD_PRELOAD={PRELOAD}", "stat -1 ENOENT", f"{via} 0 OK"]
+
+
 # ---- kiln's fds survive the program ------------------------------------------
 
 @pytest.mark.parametrize("closer", ["close_range", "closefrom", "closeall", "dup2all", "dup3all",

@@ -195,7 +195,11 @@ struct env {
 	char expect[sizeof KILN_ENV_EXEC_EXPECT + 40]; /* "KILN_EXEC_EXPECT=dev:ino" */
 };
 
-#define ENV_STACK 512
+/* Entries of the environment vector kept on the stack; a bigger environment
+ * gets a mapped one. Every stack page an exec writes in a forked child is a
+ * page fault, so this stays small (a build's environment is a few dozen
+ * entries). */
+#define ENV_STACK 256
 
 static int is_kept(const char *entry, int replacing_preload)
 {
@@ -335,38 +339,54 @@ enum exec_how { EXEC_PATH, EXEC_AT, EXEC_FD };
  * only on failure: -1 with errno. */
 typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
 
+/* The check and the exec each in a frame of its own (noinline): nested, the
+ * checks ran below the environment's 8 KiB as well as the question's 4 KiB,
+ * and every stack page a forked child writes is a page fault. */
+static __attribute__((noinline)) int check_exec_here(int dirfd, const char *path, int atflags,
+						     int *fd, struct expect *ex)
+{
+	struct kt_question q;
+	return check_exec(&q, dirfd, path, atflags, fd, ex);
+}
+
+/* Runs the real function with kiln's variables put back into envp; returns
+ * the errno it failed with. */
+static __attribute__((noinline)) int exec_with_env(enum exec_how how, void *real, int dirfd,
+						   const char *path, char *const argv[],
+						   char *const envp[], int atflags, int fd,
+						   const struct expect *ex)
+{
+	execveat_fn at = fd >= 0 ? (execveat_fn)kt_real(&real_execveat, "execveat") : NULL;
+	char *stack[ENV_STACK];
+	struct env env;
+	env_build(envp, &env, stack, at ? exec_name(path) : NULL, ex);
+	if (at) { /* the file checked, not what the path names by now */
+		at(fd, "", argv, env.vec, AT_EMPTY_PATH);
+		if (errno == ENOSYS) /* a kernel before 3.19 */
+			at = NULL;
+	}
+	if (at) {
+	} else if (how == EXEC_PATH)
+		((int (*)(const char *, char *const[], char *const[]))real)(path, argv, env.vec);
+	else if (how == EXEC_FD)
+		((int (*)(int, char *const[], char *const[]))real)(dirfd, argv, env.vec);
+	else
+		((int (*)(int, const char *, char *const[], char *const[], int))real)(
+			dirfd, path, argv, env.vec, atflags);
+	int e = errno;
+	env_free(&env);
+	return e;
+}
+
 static int exec_checked(enum exec_how how, void *real, int dirfd, const char *path,
 			char *const argv[], char *const envp[], int atflags)
 {
 	kt_enter();
-	int e, fd;
+	int fd;
 	struct expect ex;
-	{ /* its own scope: the compiler reuses its stack for env below */
-		struct kt_question q;
-		e = check_exec(&q, dirfd, path, atflags, &fd, &ex);
-	}
-	execveat_fn at = fd >= 0 ? (execveat_fn)kt_real(&real_execveat, "execveat") : NULL;
-	if (!e) {
-		char *stack[ENV_STACK];
-		struct env env;
-		env_build(envp, &env, stack, at ? exec_name(path) : NULL, &ex);
-		if (at) { /* the file checked, not what the path names by now */
-			at(fd, "", argv, env.vec, AT_EMPTY_PATH);
-			if (errno == ENOSYS) /* a kernel before 3.19 */
-				at = NULL;
-		}
-		if (at) {
-		} else if (how == EXEC_PATH)
-			((int (*)(const char *, char *const[], char *const[]))real)(path, argv,
-										   env.vec);
-		else if (how == EXEC_FD)
-			((int (*)(int, char *const[], char *const[]))real)(dirfd, argv, env.vec);
-		else
-			((int (*)(int, const char *, char *const[], char *const[], int))real)(
-				dirfd, path, argv, env.vec, atflags);
-		e = errno;
-		env_free(&env);
-	}
+	int e = check_exec_here(dirfd, path, atflags, &fd, &ex);
+	if (!e)
+		e = exec_with_env(how, real, dirfd, path, argv, envp, atflags, fd, &ex);
 	if (fd >= 0)
 		kt_close(fd);
 	kt_leave();
