@@ -501,15 +501,13 @@ int kiln_ask(const char *abspath, unsigned access, unsigned qflags)
 
 #define DIR_BATCH_MAX 1024
 
-int kiln_ask_dir(const char *absdir, const char *const *names, size_t n,
-		 unsigned char *hidden)
+/* The round trips of a listing the cache could not answer: a frame of its
+ * own (noinline), so the cache's answer is not looked up below 17 KiB of
+ * buffers (every stack page a forked child writes is a page fault). */
+static __attribute__((noinline)) int ask_dir_server(const char *absdir, size_t dlen,
+						    const char *const *names, size_t n,
+						    unsigned char *hidden)
 {
-	kt_init();
-	size_t dlen = strlen(absdir);
-	if (dlen > KILN_PATH_MAX)
-		return -1;
-	if (kt_cache_ask_dir(absdir, names, n, hidden))
-		return 0;
 	char req[16384]; /* on the caller's stack: long listings take several */
 	size_t done = 0;
 	while (done < n) {
@@ -555,6 +553,18 @@ bad:
 		return -1;
 	}
 	return 0;
+}
+
+int kiln_ask_dir(const char *absdir, const char *const *names, size_t n,
+		 unsigned char *hidden)
+{
+	kt_init();
+	size_t dlen = strlen(absdir);
+	if (dlen > KILN_PATH_MAX)
+		return -1;
+	if (kt_cache_ask_dir(absdir, names, n, hidden))
+		return 0;
+	return ask_dir_server(absdir, dlen, names, n, hidden);
 }
 
 void kiln_event(unsigned kind, const char *path)
