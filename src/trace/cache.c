@@ -17,9 +17,10 @@
  * every name there the AREA verdict ALLOW (a fresh temporary file), is
  * answered the same way once the access is written into the access log.
  *
- * Statistics go to a separate, client-writable file (per-pid-shard counters
- * and a pid bitmap): relaxed atomic adds on a cache line shared only with
- * the processes of the same shard. The access log is in the same file. */
+ * Statistics go to a separate, client-writable file (sharded counters and a
+ * pid bitmap): relaxed atomic adds on a cache line shared only with the
+ * threads of the same shard, which is chosen by thread id (a process's first
+ * asking thread: by pid). The access log is in the same file. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -43,9 +44,16 @@ static KT_HOT uint64_t *pid_bits;
 static KT_HOT uint64_t pid_words;
 static KT_HOT struct vc_log_slot *log_slots;
 static KT_HOT uint64_t log_nslots;
-static KT_HOT _Atomic int shard;
+/* This thread's shard + 1 (0: not chosen yet). Per thread, not per
+ * process: two threads adding to one cache line take turns owning it, a
+ * line transfer between cores on every hit. */
+static KT_TLS int thread_shard;
 static KT_HOT _Atomic int no_openat2;
 static KT_HOT _Atomic int mark_pending; /* a forked child not yet counted as a process */
+/* Questions this process's other threads asked the server while one thread
+ * was attaching (the statistics file not mapped yet): misses, counted once
+ * it is. */
+static KT_HOT _Atomic unsigned long unattached_misses;
 
 /* ---- attach ---------------------------------------------------------------- */
 
@@ -77,7 +85,7 @@ static void mark_pid(int pid)
 {
 	if (!ctr)
 		return;
-	atomic_store_explicit(&shard, pid % VC_SHARDS, memory_order_relaxed);
+	thread_shard = pid % VC_SHARDS + 1;
 	/* A read first: in a forked child the file's pages are not mapped yet,
 	 * and a read fault maps the pages around it (the shards' page and the
 	 * bitmap's first ones, for pids under 491,520) where a write fault maps
@@ -172,20 +180,25 @@ static struct shmmap *get_in_vfork_child(int st)
 	return &map;
 }
 
-static struct shmmap *get(void)
+/* The map, or NULL. `asking`: the caller's question counts as a hit or a
+ * miss, and one asked while another thread attaches goes to the server. */
+static struct shmmap *get(int asking)
 {
 	int st = atomic_load_explicit(&state, memory_order_acquire);
 	if (__builtin_expect(st == READY && !kt_vfork_child, 1))
 		return &map;
 	if (kt_vfork_child)
 		return get_in_vfork_child(st);
-	if (st != UNTRIED)
-		return NULL;
-	if (!atomic_compare_exchange_strong(&state, &st, ATTACHING))
-		return st == READY ? &map : NULL;
-	struct shmmap *m = attach();
-	atomic_store_explicit(&state, m ? READY : OFF, memory_order_release);
-	return m;
+	if (st == UNTRIED && atomic_compare_exchange_strong(&state, &st, ATTACHING)) {
+		struct shmmap *m = attach();
+		atomic_store_explicit(&state, m ? READY : OFF, memory_order_release);
+		return m;
+	}
+	if (st == READY)
+		return &map;
+	if (st == ATTACHING && asking)
+		atomic_fetch_add_explicit(&unattached_misses, 1, memory_order_relaxed);
+	return NULL;
 }
 
 /* A process counts once it asks something (as it would by connecting with
@@ -230,7 +243,12 @@ static void count(int hit, int listing)
 	struct vc_counters *c = ctr;
 	if (!c)
 		return;
-	struct vc_shard *s = &c->shard[atomic_load_explicit(&shard, memory_order_relaxed)];
+	int sh = thread_shard;
+	if (__builtin_expect(!sh, 0)) /* a thread other than the first to ask */
+		thread_shard = sh = (int)(kt_sys0(SYS_gettid) % VC_SHARDS) + 1;
+	struct vc_shard *s = &c->shard[sh - 1];
+	if (__builtin_expect(atomic_load_explicit(&unattached_misses, memory_order_relaxed) != 0, 0))
+		__atomic_fetch_add(&s->misses, atomic_exchange(&unattached_misses, 0), __ATOMIC_RELAXED);
 	__atomic_fetch_add(hit ? &s->hits : &s->misses, 1, __ATOMIC_RELAXED);
 	if (hit && listing)
 		__atomic_fetch_add(&s->listings, 1, __ATOMIC_RELAXED);
@@ -333,7 +351,7 @@ static int names_ask(struct shmmap *m, char *abs, size_t plen, unsigned access, 
 int kt_cache_ask(char *abs, size_t plen, unsigned access, unsigned qflags, int bind, int *verdict,
 		 unsigned *how)
 {
-	struct shmmap *m = get();
+	struct shmmap *m = get(1);
 	if (!m)
 		return 0;
 	mark_if_forked();
@@ -372,7 +390,7 @@ miss:
 
 int kt_cache_exec_plain(char *abs, size_t plen, unsigned qflags)
 {
-	struct shmmap *m = get();
+	struct shmmap *m = get(0);
 	if (!m)
 		return 0;
 	size_t klen = vc_key_verdict(abs, abs, plen, KILN_A_EXEC, qflags);
@@ -390,7 +408,7 @@ int kt_cache_exec_plain(char *abs, size_t plen, unsigned qflags)
 
 int kt_cache_ask_key(const char *key, size_t klen, int *answer)
 {
-	struct shmmap *m = get();
+	struct shmmap *m = get(1);
 	if (!m)
 		return 0;
 	mark_if_forked();
@@ -413,7 +431,7 @@ static int is_dot(const char *nm)
 
 int kt_cache_ask_dir(const char *dir, const char *const *names, size_t n, unsigned char *hidden)
 {
-	struct shmmap *m = get();
+	struct shmmap *m = get(1);
 	if (!m)
 		return 0;
 	mark_if_forked();

@@ -128,6 +128,30 @@ def test_repeated_questions_hit_the_cache(world, kiln_bin, helper, trace_cached)
     assert cache_json(b / "r.json")["totals"]["processes"] == n["totals"]["processes"]
 
 
+def test_threads_questions_are_each_counted_once(world, kiln_bin, helper, trace_cached):
+    """Threads count in shards of their own: every question of every thread
+    is still counted, once."""
+    b, inc = world.build, world.inc
+    (b / "mine.c").write_text("x\n")
+    paths = [inc / "dep.h", inc / "foo.h", b / "mine.c", b / "absent.h"]
+    cmd = [helper("hammer"), 6, 25, *paths]
+    r = run([kiln_bin, "trace", *world.args, "--json", "-o", b / "r.json", "--", *cmd], cwd=b)
+    n = run([kiln_bin, "trace", *world.args, "--no-cache", "--json", "-o", b / "n.json", "--",
+             *cmd], cwd=b)
+    assert r.returncode == 0 and n.returncode == 0, (r.stderr, n.stderr)
+    assert hammer_lines(r.stdout) == hammer_lines(n.stdout)
+    c, nc = cache_json(b / "r.json")["cache"], cache_json(b / "n.json")["cache"]
+    if not trace_cached:
+        assert c["hits"] == 0 and c["round_trips"] == nc["round_trips"]
+        return
+    assert c["hits"] + c["misses"] == nc["round_trips"], (c, nc)
+    assert c["misses"] == c["round_trips"] + c["notes"], c
+    # Of the 1,200 questions about the build tree's two names, all but each
+    # thread's first few (and the absent name's notes until the server has
+    # read one) are hits.
+    assert c["hits"] >= 600, c
+
+
 def test_global_proc_files_hit_per_process_ones_ask(world, kiln_bin, trace_cached):
     """/proc/filesystems (read by every libselinux-linked program) is the
     same for every process: after its first reader, a hit. /proc/self/...
