@@ -360,19 +360,18 @@ static __attribute__((noinline)) int exec_with_env(enum exec_how how, void *real
 	char *stack[ENV_STACK];
 	struct env env;
 	env_build(envp, &env, stack, at ? exec_name(path) : NULL, ex);
-	if (at) { /* the file checked, not what the path names by now */
+	if (at) /* the file checked, not what the path names by now */
 		at(fd, "", argv, env.vec, AT_EMPTY_PATH);
-		if (errno == ENOSYS) /* a kernel before 3.19 */
-			at = NULL;
+	if (!at || errno == ENOSYS) { /* ENOSYS: a kernel before 3.19 */
+		if (how == EXEC_PATH)
+			((int (*)(const char *, char *const[], char *const[]))real)(path, argv,
+										   env.vec);
+		else if (how == EXEC_FD)
+			((int (*)(int, char *const[], char *const[]))real)(dirfd, argv, env.vec);
+		else
+			((int (*)(int, const char *, char *const[], char *const[], int))real)(
+				dirfd, path, argv, env.vec, atflags);
 	}
-	if (at) {
-	} else if (how == EXEC_PATH)
-		((int (*)(const char *, char *const[], char *const[]))real)(path, argv, env.vec);
-	else if (how == EXEC_FD)
-		((int (*)(int, char *const[], char *const[]))real)(dirfd, argv, env.vec);
-	else
-		((int (*)(int, const char *, char *const[], char *const[], int))real)(
-			dirfd, path, argv, env.vec, atflags);
 	int e = errno;
 	env_free(&env);
 	return e;
