@@ -21,6 +21,7 @@ from conftest import run
 from tracesrv import TracedWait
 from test_trace_server import world  # noqa: F401 (fixture)
 from test_trace_server_memo import managed
+from scratch_area import scratch  # noqa: F401 (fixture)
 
 
 def plain_exec(path, nofollow):
@@ -194,6 +195,63 @@ def test_same_report_and_log_in_both_modes(world, kiln_bin):
     assert no_pids(a[1]) == no_pids(n[1]) and a[1]
     assert no_pids(a[2]) == no_pids(n[2]) and a[2]
     assert a[3:] == n[3:]
+
+
+def test_dot_dot_in_a_fresh_directory_reaches_the_log(world, kiln_bin):
+    """'..' is no name of the directory it follows: a directory's 'S' value
+    (every fresh name there allowed) says nothing of it, and the server
+    believes no access-log slot with a '..' in it. So such a path is asked,
+    and the log lists it with every class it was used for, as with
+    --no-cache (the client answered obj/.. itself, the server dropped the
+    slot, and the log lost its stat)."""
+    b = world.build
+    script = ("mkdir obj; touch obj/a obj/b; sleep 0.1; stat obj/a >/dev/null; "
+              "stat obj/.. >/dev/null; stat obj/../obj/b >/dev/null; "
+              "stat -L obj/zz 2>/dev/null; stat obj/.. >/dev/null; ls obj/.. >/dev/null; true")
+    logs = []
+    for mode in ([], ["--no-cache"]):
+        shutil.rmtree(b / "obj", ignore_errors=True)
+        r = traced_sh(kiln_bin, world, script, *mode, "--log", b / "r.log")
+        assert r.returncode == 0, r.stderr
+        logs.append(sorted(line for line in (b / "r.log").read_text().splitlines()
+                           if "/obj" in line))
+    assert logs[0] == logs[1], logs
+    assert any(line.split()[0].startswith("s") and line.endswith("/obj/..") for line in logs[0]), logs
+
+
+def test_writes_to_the_build_directorys_parent_by_dot_dot_stay_refused(world, kiln_bin, scratch):
+    """An attacker's view of the 'S' values: once the build has written and
+    chmodded files in its directory, every name there is writable, and
+    `..` is the one component that leaves it. The build directory's parent
+    lies outside every writable area: each way of changing its metadata
+    through a path ending in `..` fails with EACCES, exactly as with
+    --no-cache and as the parent's own path does, and changes nothing."""
+    parent = pathlib.Path(scratch)
+    pkg = parent / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    st0 = os.stat(parent)
+    mode = oct(st0.st_mode & 0o7777)[2:]
+    targets = ["..", f"{pkg}/..", "sub/../..", f"{pkg}/sub/../..", "./..", str(parent)]
+    attempts = "".join(
+        f"chmod {mode} {t} 2>/dev/null; echo chmod {t} $?; "
+        f"chown {st0.st_uid}:{st0.st_gid} {t} 2>/dev/null; echo chown {t} $?; "
+        f"touch -c {t} 2>/dev/null; echo touch {t} $?; "
+        for t in targets)
+    script = ("for f in a b c; do echo x > $f.o; chmod 644 $f.o; chown 0:0 $f.o; touch -c $f.o; "
+              f"echo x > sub/$f.o; chmod 644 sub/$f.o; done; sleep 0.3; {attempts}true")
+    outs = []
+    for mode_args in ([], ["--no-cache"]):
+        r = run([kiln_bin, "trace", *world.args, *mode_args, "--quiet", "-o", world.tmp / "r.txt",
+                 "--", "sh", "-c", script], cwd=pkg)
+        assert r.returncode == 0, r.stderr
+        outs.append(r.stdout.splitlines())
+    cached, nocache = outs
+    assert cached == nocache, (cached, nocache)
+    assert len(cached) == 3 * len(targets), cached
+    assert all(line.endswith(" 1") for line in cached), cached
+    st1 = os.stat(parent)
+    assert (st1.st_mode, st1.st_uid, st1.st_gid, st1.st_mtime_ns) == \
+        (st0.st_mode, st0.st_uid, st0.st_gid, st0.st_mtime_ns)
 
 
 def test_fresh_temporary_files_cost_no_round_trip(world, kiln_bin, trace_cached):

@@ -5,13 +5,11 @@ to the parent of the source tree, and only those names may be written there
 (docs/policy.md, "Package artifacts")."""
 import json
 import os
-import shutil
-import tempfile
 
 import pytest
 
-from conftest import BUILD, ROOT, run
-from scratch_area import writable_by_default
+from conftest import run
+from scratch_area import scratch  # noqa: F401 (fixture)
 
 CONTROL = """Source: kilnprobe
 Section: misc
@@ -51,23 +49,6 @@ def dpkg_db(kiln_bin, tmp_path_factory):
     r = run([kiln_bin, "registry", "--db", db, "import", "dpkg"])
     assert r.returncode == 0, r.stderr
     return db
-
-
-@pytest.fixture
-def scratch():
-    """A directory outside every default writable area (/tmp, /var/tmp,
-    ~/.cache): under the build directory, else the checkout."""
-    base = next((d / "test-scratch" for d in (BUILD, ROOT) if not writable_by_default(d)), None)
-    if base is None:
-        pytest.skip(f"{BUILD} and {ROOT} are both in an area kiln trace lets builds write")
-    base.mkdir(exist_ok=True)
-    d = tempfile.mkdtemp(prefix="pkgbuild-", dir=base)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-    try:
-        base.rmdir()   # when no other run uses it
-    except OSError:
-        pass
 
 
 def make_package(parent):
