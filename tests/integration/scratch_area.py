@@ -1,12 +1,16 @@
 """Where a test may build a package so that kiln trace's refusals are
 real: outside every area its default policy lets a build write."""
 import os
+import pathlib
 import shutil
 import tempfile
 
 import pytest
 
-from conftest import BUILD, ROOT
+# As conftest.py has them; not imported from it: tests/packages imports this
+# module from a conftest of its own.
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BUILD = pathlib.Path(os.environ.get("KILN_BUILD", ROOT / "build"))
 
 
 def writable_by_default(path):

@@ -77,8 +77,15 @@ CASES = {
     "renameat2": [(["renameat2", "{r}/vis/x", "{r}/vis/y"], "OK"),
                   (["renameat2", "{r}/vis/y", "{r}/ro/z"], "EACCES")],
     "link": [(["link", "{r}/vis/x", "{r}/vis/x2"], "OK"), (["link", "{r}/hid/b", "{r}/vis/b2"], "ENOENT"),
-             (["link", "{r}/vis/x", "{r}/ro/x3"], "EACCES")],
-    "linkat": [(["linkat", "{r}/vis/x", "{r}/vis/x2"], "OK"), (["linkat", "{r}/hid/b", "{r}/vis/b2"], "ENOENT")],
+             (["link", "{r}/vis/x", "{r}/ro/x3"], "EACCES"),
+             # a writable name for a read-only file: its source is written
+             (["link", "{r}/ro/f", "{r}/vis/f2"], "EACCES")],
+    "linkat": [(["linkat", "{r}/vis/x", "{r}/vis/x2"], "OK"), (["linkat", "{r}/hid/b", "{r}/vis/b2"], "ENOENT"),
+               (["linkat", "{r}/ro/f", "{r}/vis/f2"], "EACCES")],
+    "linkat-follow": [(["linkat-follow", "{r}/vis/x", "{r}/vis/x4"], "OK"),
+                      (["linkat-follow", "{r}/hid/b", "{r}/vis/b4"], "ENOENT"),
+                      (["linkat-follow", "{r}/ro/f", "{r}/vis/f4"], "EACCES")],
+    "linkat-empty": [(["linkat-empty", "{r}/ro/f", "{r}/vis/f5"], "EACCES")],   # AT_EMPTY_PATH
     "symlink": [(["symlink", "x", "{r}/vis/s1"], "OK"), (["symlink", "x", "{r}/ro/s1"], "EACCES"),
                 (["symlink", "x", "{r}/hid/s1"], "EACCES")],
     "symlinkat": [(["symlinkat", "x", "{r}/vis/s2"], "OK"), (["symlinkat", "x", "{r}/ro/s2"], "EACCES")],

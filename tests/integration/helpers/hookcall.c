@@ -440,6 +440,17 @@ static int one(char **a, int n)
 	if (!strcmp(c, "renameat2")) { NEED(2); CALL("renameat2", renameat2(AT_FDCWD, a[1], AT_FDCWD, a[2], 0)); return 3; }
 	if (!strcmp(c, "link")) { NEED(2); CALL("link", link(a[1], a[2])); return 3; }
 	if (!strcmp(c, "linkat")) { NEED(2); CALL("linkat", linkat(AT_FDCWD, a[1], AT_FDCWD, a[2], 0)); return 3; }
+	if (!strcmp(c, "linkat-follow")) {
+		NEED(2);
+		CALL("linkat-follow", linkat(AT_FDCWD, a[1], AT_FDCWD, a[2], AT_SYMLINK_FOLLOW));
+		return 3;
+	}
+	if (!strcmp(c, "linkat-empty")) { /* a new name for a file opened for reading */
+		NEED(2);
+		int fd = open(a[1], O_RDONLY);
+		CALL("linkat-empty", linkat(fd, "", AT_FDCWD, a[2], AT_EMPTY_PATH));
+		return 3;
+	}
 	if (!strcmp(c, "symlink")) { NEED(2); CALL("symlink", symlink(a[1], a[2])); return 3; }
 	if (!strcmp(c, "symlinkat")) { NEED(2); CALL("symlinkat", symlinkat(a[1], AT_FDCWD, a[2])); return 3; }
 	if (!strcmp(c, "chmod")) { NEED(1); CALL("chmod", chmod(a[1], 0644)); return 2; }
