@@ -39,6 +39,10 @@ struct kiln_registry {
 /* Frees what the closures kept on a snapshot handle. */
 void registry_closure_memo_free(struct registry_closure_memo *m);
 
+/* Seals a memfd that only the caller holds against every change: writes,
+ * writable mappings, resizing, further seals. 0, or -1 with errno. */
+int registry_seal_copy(int memfd);
+
 /* Replaces the handle's file by a sealed in-memory copy of it, taken under a
  * read lock (snapshot.c). 0, or -1 with a message naming the file in err. */
 int registry_snapshot(struct kiln_registry *reg, char *err, size_t errlen);
