@@ -17,65 +17,9 @@ finds it). Each is built
   (c) with an unneeded package declared (libsqlite3-dev): it is listed as
       unused.
 """
-import json
-import pathlib
-import shutil
-
 import pytest
 
-import kilnconf
-from conftest import build_env, fetch, run, set_build_depends
-
-EXTRA = "libsqlite3-dev"
-
-CASES = {
-    # source package, needed package to remove, whether the build then fails,
-    # the declared packages this build does not use with its real
-    # Build-Depends (hello's man page ships in the tarball: help2man is
-    # not run)
-    "hello": ("hello", "texinfo", True, ["help2man"]),
-    "zlib": ("zlib", "debhelper", True, []),
-    "kilnconf": (None, "zlib1g-dev", False, []),
-}
-
-
-@pytest.fixture(scope="session")
-def sources():
-    trees = {name: fetch(source) for name, (source, *_rest) in CASES.items() if source}
-    fetch("-", EXTRA, "zlib1g-dev", "debhelper")
-    return trees
-
-
-@pytest.fixture(scope="session")
-def registry(kiln_bin, sources, tmp_path_factory):
-    """This machine's dpkg database, imported after any installation."""
-    db = tmp_path_factory.mktemp("registry") / "registry.db"
-    r = run([kiln_bin, "registry", "--db", db, "import", "dpkg"])
-    assert r.returncode == 0, r.stderr
-    return db
-
-
-def tree(name, sources, scratch):
-    if name == "kilnconf":
-        return pathlib.Path(kilnconf.write_tree(scratch))
-    src = sources[name]
-    dest = scratch / src.name
-    shutil.copytree(src, dest, symlinks=True)
-    return dest
-
-
-def build(kiln_bin, registry, src, *opts):
-    r = run([kiln_bin, "trace", "--db", registry, "--deps-from-control", "debian/control",
-             "--json", "-o", "../report.json", *opts, "--", "dpkg-buildpackage", "-b", "-uc", "-us"],
-            cwd=src, env=build_env())
-    report = json.loads((src.parent / "report.json").read_text())
-    verdict_line = r.stderr.rstrip("\n").split("\n")[-1]
-    assert verdict_line == "=== kiln trace verdict: " + report["verdict"]["text"], r.stderr[-3000:]
-    return r, report
-
-
-def debs(scratch):
-    return sorted(p.name for p in scratch.iterdir() if p.name.endswith(".deb"))
+from conftest import CASES, EXTRA, build, debs, set_build_depends, tree
 
 
 @pytest.mark.parametrize("name", CASES)
