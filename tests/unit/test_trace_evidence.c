@@ -159,6 +159,14 @@ static void test_probes(void **state)
 			     "my-build-script"));
 	assert_string_equal(probe_id("/usr/share/locale/de/LC_MESSAGES/x.mo", "/usr/share/locale/de/LC_MESSAGES/x.mo",
 				     EV_READ, "msgfmt"), "locale-data");
+	/* chown -R 0:0 in zlib's debian/rules, on a host whose nsswitch.conf names systemd */
+	assert_string_equal(probe_id("/lib/x86_64-linux-gnu/libnss_systemd.so.2",
+				     "/usr/lib/x86_64-linux-gnu/libnss_systemd.so.2", EV_READ, "chown"),
+			    "nss-modules");
+	assert_null(probe_id("/usr/lib/x86_64-linux-gnu/libnss_systemd.so.2",
+			     "/usr/lib/x86_64-linux-gnu/libnss_systemd.so.2", EV_EXEC, "sh"));
+	assert_null(probe_id("/usr/lib/x86_64-linux-gnu/libnss_wrapper.so",
+			     "/usr/lib/x86_64-linux-gnu/libnss_wrapper.so", EV_READ, "ld.so"));
 	/* a name that does not exist: whatever program */
 	assert_string_equal(probe_id("/usr/share/perl5/Foo/Bar.pmc", "/usr/share/perl5/Foo", EV_ABSENT, "x"),
 			    "absent-name");

@@ -62,6 +62,15 @@ const struct trace_probe trace_probes[] = {
 		.strongest = EV_READ,
 	},
 	{
+		.id = "nss-modules",
+		.what = "glibc loads the NSS modules the host's /etc/nsswitch.conf names (libnss-systemd "
+			"adds systemd to passwd and group); a chroot's names only what it has, and "
+			"without the module glibc asks the next service, as there",
+		.paths = LIST("/usr/lib/*/libnss_*.so.2", "/lib/*/libnss_*.so.2", "/usr/lib/libnss_*.so.2",
+			      "/lib/libnss_*.so.2"),
+		.strongest = EV_READ,
+	},
+	{
 		.id = "gettext-its-rules",
 		.what = "xgettext and msgfmt list every ITS rule directory (XML formats other "
 			"packages teach them), needed or not",
