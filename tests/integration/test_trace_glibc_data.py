@@ -362,3 +362,65 @@ def test_hidden_catalogs_are_absent_for_gettext(kiln_bin, tmp_path):
     assert r.stdout.splitlines() == oracle_out
     assert "hidden hello hello hello" in oracle_out and "seen hello salut salut" in oracle_out
     assert "vv-l10n (1)" in r.stderr and "hidden.mo" in r.stderr
+
+
+SETLOCALE_PROBE = r'''
+import ctypes, sys
+libc = ctypes.CDLL(None)
+libc.setlocale.restype = ctypes.c_char_p
+for name in sys.argv[1:]:
+    print(name, libc.setlocale(6, name.encode()))
+'''
+
+
+def message_languages(base="/usr/share/locale"):
+    """A language whose message directory on this machine holds no libc.mo,
+    and one whose does (libc-l10n): (without, with), either None."""
+    without = with_libc = None
+    for lang in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        d = os.path.join(base, lang, "LC_MESSAGES")
+        if len(lang) not in (2, 3) or not lang.isalpha() or not os.path.isdir(d):
+            continue
+        if os.path.isfile(os.path.join(d, "libc.mo")):
+            with_libc = with_libc or lang
+        else:
+            without = without or lang
+    return without, with_libc
+
+
+def test_only_catalogs_that_exist_are_named_as_loaded_by_glibc(kiln_bin, tmp_path):
+    """glibc translates its own messages with the libc.mo of the messages
+    locale, hidden or not: the report names such a catalog when it exists,
+    and never one that does not (a hidden message directory without it)."""
+    without, with_libc = message_languages()
+    if not (without and with_libc) or not os.path.isdir(C_UTF8):
+        pytest.skip("needs /usr/share/locale/L/LC_MESSAGES with and without libc.mo, and C.utf8")
+    loc = tmp_path / "locale"
+    names = [f"{without}_QQ.UTF-8", f"{with_libc}_QQ.UTF-8"]
+    for name in names:
+        shutil.copytree(C_UTF8, loc / name.replace("UTF-8", "utf8"))
+
+    def owned(lang):
+        d = f"/usr/share/locale/{lang}/LC_MESSAGES"
+        return [d + "/"] + [os.path.join(d, n) for n in sorted(os.listdir(d))]
+    manifest = tmp_path / "manifest"
+    manifest.write_text(manifest_text([
+        ("base", True, ["/usr/", "/usr/share/", "/usr/share/locale/"]),
+        ("msgs-without-libc", False, owned(without)),
+        ("msgs-with-libc", False, owned(with_libc)),
+    ]))
+    db = tmp_path / "registry.db"
+    r = run([kiln_bin, "registry", "--db", db, "import", "manifest", manifest])
+    assert r.returncode == 0, r.stderr
+    script = tmp_path / "setlocale.py"
+    script.write_text(SETLOCALE_PROBE)
+    env = dict(os.environ, LOCPATH=str(loc))
+    env.pop("LC_ALL", None)
+    report = tmp_path / "report.json"
+    r = run([kiln_bin, "trace", "--db", db, "--ask", "/usr/share/locale", "--json", "-o", report,
+             "--", sys.executable, script, *names], env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for name in names:   # both locales load: their catalogs are glibc's to use
+        assert f"{name} b'{name}'" in r.stdout, r.stdout
+    named = {u["path"]: u["package"] for u in json.loads(report.read_text())["unhidden_glibc_data"]}
+    assert named == {f"/usr/share/locale/{with_libc}/LC_MESSAGES/libc.mo": "msgs-with-libc"}, named

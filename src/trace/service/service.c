@@ -233,8 +233,11 @@ static int data_look(void *ctx, const char *path, struct locale_seen *seen)
 	seen->is_dir = seen->exists && !seen->hidden && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 	size_t pl = strlen(path);
 	if (seen->hidden && l->loaded_by_glibc) {
-		/* Only the catalogs: locale.alias is the hooks' to follow. */
-		if (pl > 3 && !strcmp(path + pl - 3, ".mo"))
+		/* Only the catalogs (locale.alias is the hooks' to follow), and
+		 * only one that is there: a hidden message directory need not
+		 * hold glibc's catalog at all. */
+		if (pl > 3 && !strcmp(path + pl - 3, ".mo") && stat(path, &st) == 0 &&
+		    S_ISREG(st.st_mode))
 			tracelog_unhidden(&ts->log, l->client, path, ts->dec.pkg, l->loaded_by_glibc);
 	}
 	else if (seen->hidden && l->client >= 0)
