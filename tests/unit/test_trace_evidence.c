@@ -149,6 +149,11 @@ static void test_probes(void **state)
 	assert_string_equal(probe_id("/usr/lib32/libc.so.6", "/usr/lib32", EV_READ, "dpkg-shlibdeps"),
 			    "dpkg-shlibdeps-multilib");
 	assert_null(probe_id("/usr/lib32/libc.so.6", "/usr/lib32", EV_READ, "ld"));
+	/* json-c's cmake configure, on a host with libc6-i386 */
+	assert_string_equal(probe_id("/lib32", "/usr/lib32", EV_DIR, "cmake"), "cmake-lib-dirs");
+	assert_null(probe_id("/usr/lib32/libz.so", "/usr/lib32", EV_READ, "cmake"));
+	assert_null(probe_id("/usr/lib32/libz.so", "/usr/lib32/libz.so", EV_STAT, "cmake"));
+	assert_null(probe_id("/usr/lib32", "/usr/lib32", EV_DIR, "configure"));
 	assert_string_equal(probe_id("/usr/share/gettext/its", "/usr/share/gettext/its", EV_DIR, "xgettext"),
 			    "gettext-its-rules");
 	assert_null(probe_id("/usr/share/gettext/its/x.its", "/usr/share/gettext/its", EV_READ, "xgettext"));

@@ -46,6 +46,14 @@ const struct trace_probe trace_probes[] = {
 		.strongest = EV_READ,
 	},
 	{
+		.id = "cmake-lib-dirs",
+		.what = "CMake's find_package and find_library look at each prefix's lib* "
+			"directories (lib32, libx32, lib64), whatever the target's word size",
+		.programs = LIST("cmake"),
+		.paths = LIST("/lib32", "/usr/lib32", "/libx32", "/usr/libx32", "/lib64", "/usr/lib64"),
+		.strongest = EV_DIR,
+	},
+	{
 		.id = "perl-optional-modules",
 		.what = "dpkg's and debhelper's Perl code tries modules it can do without "
 			"(File::FcntlLock, Locale::gettext, Algorithm::Merge, PerlIO::gzip)",
