@@ -32,6 +32,10 @@ static int fake_owner(void *ctx, const char *path, char *pkg, size_t len)
 		snprintf(pkg, len, "tracepkg");
 		return SBX_OWNER_FOREIGN;
 	}
+	if (!strcmp(rel, "/src/trace/service/probes.c")) {
+		snprintf(pkg, len, "probespkg");
+		return SBX_OWNER_FOREIGN;
+	}
 	if (!strcmp(rel, "/src/ipc/msg.c"))
 		return SBX_OWNER_NONE;
 	if (!strcmp(rel, "/src/ipc/peer.c"))
@@ -118,6 +122,31 @@ static void foreign_directory_hides_what_is_below(void **state)
 	assert_int_equal(d->reason, SBX_HIDDEN_PKG);
 	d = decide(*state, "/src/ipc/handshake.c", KILN_A_STAT, KILN_Q_NOFOLLOW);
 	assert_int_equal(d->verdict, KILN_V_HIDE);
+}
+
+/* A hidden directory's files may be other hidden packages': the report
+ * names the package of the path asked when the registry knows it. */
+static void hidden_directory_names_the_owner_of_the_path_asked(void **state)
+{
+	struct sbx_decision *d = decide(*state, "/src/trace/service/probes.c", KILN_A_STAT, 0);
+	assert_int_equal(d->verdict, KILN_V_HIDE);
+	assert_int_equal(d->reason, SBX_HIDDEN_PKG);
+	assert_string_equal(rel(d->node), "/src/trace");
+	assert_string_equal(d->pkg, "probespkg");
+	/* the same file by another spelling, and what another package owns */
+	d = decide(*state, "/src/trace/./service//probes.c", KILN_A_READ, 0);
+	assert_string_equal(d->pkg, "probespkg");
+	d = decide(*state, "/src/trace/service/sandbox.c", KILN_A_READ, 0);
+	assert_string_equal(d->pkg, "tracepkg");
+	/* the directory itself, and a path that leaves it by '..' */
+	d = decide(*state, "/src/trace", KILN_A_LIST, 0);
+	assert_string_equal(d->pkg, "tracepkg");
+	d = decide(*state, "/src/trace/../trace/service/probes.c", KILN_A_READ, 0);
+	assert_string_equal(d->pkg, "probespkg");
+	d = decide(*state, "/src/trace/../ipc/handshake.c", KILN_A_READ, 0);
+	assert_int_equal(d->verdict, KILN_V_HIDE);
+	assert_string_equal(rel(d->node), "/src/trace");
+	assert_string_equal(d->pkg, "tracepkg");
 }
 
 static void dotdot_is_physical_and_proc_self_is_the_client(void **state)
@@ -309,6 +338,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(dependency_file_is_visible, setup, teardown),
 		cmocka_unit_test_setup_teardown(foreign_directory_hides_what_is_below, setup, teardown),
+		cmocka_unit_test_setup_teardown(hidden_directory_names_the_owner_of_the_path_asked, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(dotdot_is_physical_and_proc_self_is_the_client, setup, teardown),
 		cmocka_unit_test_setup_teardown(unknown_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(decisions_are_memoised, setup, teardown),

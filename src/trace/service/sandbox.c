@@ -303,6 +303,28 @@ static void set_str(char *dst, size_t cap, const char *src)
 	dst[n] = '\0';
 }
 
+/* A directory hidden because every package owning it is outside the closure
+ * names one of them; when the registry knows the path asked below it (read
+ * lexically: the build cannot see what is there), its owner is the package
+ * the build reached for: /usr/share/perl5/Module is libmodule-runtime-perl's
+ * and libmodule-implementation-perl's, Module/Runtime.pm only the first's.
+ * Only the report's attribution changes, never the verdict. */
+static void owner_below(struct sandbox *s, const char *dir, size_t dlen, const char *rest,
+			char *pkg)
+{
+	rest += strspn(rest, "/");
+	if (!*rest)
+		return;
+	char below[SBX_BUF], owner[SBX_PKG_MAX];
+	memcpy(below, dir, dlen + 1);
+	long l = append_lexical(below, dlen, rest);
+	if (l <= (long)dlen || below[dlen] != '/' || memcmp(below, dir, dlen))
+		return; /* '..' back out of the directory: not below it */
+	s->oracle_calls++;
+	if (s->oracle.owner(s->oracle.ctx, below, owner, sizeof owner) == SBX_OWNER_FOREIGN)
+		memcpy(pkg, owner, strlen(owner) + 1);
+}
+
 static void hide(struct sbx_decision *d, enum vis v, const char *node, const char *pkg)
 {
 	d->verdict = KILN_V_HIDE;
@@ -431,6 +453,8 @@ static enum walk_outcome walk(struct sandbox *s, pid_t pid, const char *path, bo
 			return WALK_FAILED;
 		}
 		if (vis_hidden(v)) {
+			if (v == VIS_HIDDEN_PKG && S_ISDIR(st.st_mode))
+				owner_below(s, cur, clen, s->todo + tpos, pkg);
 			hide(d, v, cur, pkg);
 			w->vis = v;
 			return WALK_HIDDEN;
