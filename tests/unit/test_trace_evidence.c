@@ -172,6 +172,14 @@ static void test_probes(void **state)
 			     "/usr/lib/x86_64-linux-gnu/libnss_systemd.so.2", EV_EXEC, "sh"));
 	assert_null(probe_id("/usr/lib/x86_64-linux-gnu/libnss_wrapper.so",
 			     "/usr/lib/x86_64-linux-gnu/libnss_wrapper.so", EV_READ, "ld.so"));
+	/* libtry-tiny-perl's test suite on a host with libmodule-runtime-perl */
+	assert_string_equal(probe_id("/usr/share/perl5/Module/Runtime.pm", "/usr/share/perl5/Module",
+				     EV_STAT, "00-report-prereqs.t"), "perl-report-prereqs");
+	assert_string_equal(probe_id("/usr/share/perl5/Module/Runtime.pm", "/usr/share/perl5/Module",
+				     EV_READ, "00-report-prereqs.t"), "perl-report-prereqs");
+	assert_null(probe_id("/usr/share/perl5/Module/Runtime.pm", "/usr/share/perl5/Module", EV_READ,
+			     "01-basic.t"));
+	assert_null(probe_id("/usr/bin/valgrind", "/usr/bin/valgrind", EV_COMMAND, "00-report-prereqs.t"));
 	/* a name that does not exist: whatever program */
 	assert_string_equal(probe_id("/usr/share/perl5/Foo/Bar.pmc", "/usr/share/perl5/Foo", EV_ABSENT, "x"),
 			    "absent-name");

@@ -64,6 +64,14 @@ const struct trace_probe trace_probes[] = {
 		.strongest = EV_STAT,
 	},
 	{
+		.id = "perl-report-prereqs",
+		.what = "Dist::Zilla's t/00-report-prereqs.t reports the version of each "
+			"prerequisite it finds in @INC and passes whatever is missing",
+		.programs = LIST("00-report-prereqs.t"),
+		.paths = LIST("*.pm", "*.pmc"),
+		.strongest = EV_READ,
+	},
+	{
 		.id = "selinux-config",
 		.what = "programs linked with libselinux look for /etc/selinux/config at start",
 		.paths = LIST("/etc/selinux", "/etc/selinux/*"),
