@@ -39,7 +39,7 @@ def world(tmp_path, kiln_bin):
     sys_ = tmp_path / "sys"
     S = str(sys_)
     for d in ("usr/bin", "usr/include", "usr/share/dirpkg", "usr/share/statpkg", "usr/lib/absentpkg",
-              "usr/share/many"):
+              "usr/share/many", "usr/share/shared"):
         (sys_ / d).mkdir(parents=True, exist_ok=True)
     for exe in ("runme", "lookme", "gpg"):
         p = sys_ / "usr" / "bin" / exe
@@ -52,6 +52,8 @@ def world(tmp_path, kiln_bin):
     (sys_ / "usr" / "share" / "dirpkg" / "f").write_text("x\n")
     for i in range(13):
         (sys_ / "usr" / "share" / "many" / f"f{i:02d}").write_text("x\n")
+    for f in ("a.pm", "b.pm"):
+        (sys_ / "usr" / "share" / "shared" / f).write_text("x\n")
     pkgs = [
         package("base", [f"{S}/", f"{S}/usr/", f"{S}/usr/bin/", f"{S}/usr/include/", f"{S}/usr/share/",
                          f"{S}/usr/lib/", f"{S}/usr/share/many/"], essential=True),
@@ -73,6 +75,8 @@ def world(tmp_path, kiln_bin):
         package("prov2", [f"{S}/usr/include/prov2.h"], provides="virt"),
         package("top", [f"{S}/usr/include/top.h"], depends="low"),
         package("low", [f"{S}/usr/include/low.h"]),
+        package("pkg-sha", [f"{S}/usr/share/shared/", f"{S}/usr/share/shared/a.pm"]),
+        package("pkg-shb", [f"{S}/usr/share/shared/", f"{S}/usr/share/shared/b.pm"]),
     ]
     text = []
     for name, essential, files, depends, provides in pkgs:
@@ -227,6 +231,29 @@ def test_a_dependency_of_another_hidden_package_is_shown_under_it(world):
     assert [p["name"] for p in rep["packages"]][:2] == ["top", "low"]
     assert rep["verdict"]["missing"] == ["top"]   # writing top is enough
     assert "  2. low (1)  evidence: read; a dependency of top, also hidden" in r.stderr
+
+
+def test_each_package_below_a_shared_hidden_directory_is_named(world):
+    # /usr/share/shared is both packages' (as /usr/share/perl5/Module is
+    # several Perl packages'): the walk hides it whole, yet each file read
+    # below it names its own package, whichever was asked first.
+    script = ("cat $SYS/usr/share/shared/b.pm 2>/dev/null; test -e $SYS/usr/share/shared/a.pm;"
+              "cat $SYS/usr/share/shared/a.pm 2>/dev/null; test -e $SYS/usr/share/shared/c.pm;"
+              "ls $SYS/usr/share/shared >/dev/null 2>&1; true")
+    r = trace(world, script, "--json", "-o", "r.json", deps="libdep-dev")
+    assert r.returncode == 0, r.stderr
+    rep = report(world)
+    pk = {p["name"]: p for p in rep["packages"]}
+    assert pk["pkg-sha"]["evidence"] == "read" and pk["pkg-shb"]["evidence"] == "read"
+    assert sorted(rep["verdict"]["missing"]) == ["pkg-sha", "pkg-shb"]
+    hidden = {h["path"]: h for h in rep["hidden"]}
+    shared = f"{world.sys}/usr/share/shared"
+    assert hidden[f"{shared}/a.pm"]["package"] == "pkg-sha"
+    assert hidden[f"{shared}/b.pm"]["package"] == "pkg-shb"
+    # the directory itself (listed) and the absent name stay the directory's
+    assert hidden[shared]["package"] in ("pkg-sha", "pkg-shb")
+    assert f"{shared}/c.pm" not in hidden
+    assert "pkg-sha (" in r.stderr.split("verdict:")[-1] and "pkg-shb (" in r.stderr.split("verdict:")[-1]
 
 
 def test_alternative_and_virtual_package_advice(world):

@@ -1,6 +1,6 @@
 /* A registry stand-in for sandbox unit tests: a node whose name starts with
- * "foreign" belongs to package "pkgx", outside the closure; everything else
- * to a dependency. */
+ * "foreign" belongs to package "pkgx" ("foreign_y": "pkgy"), outside the
+ * closure; everything else to a dependency. */
 #ifndef KILN_TESTS_FAKE_ORACLE_H
 #define KILN_TESTS_FAKE_ORACLE_H
 

@@ -133,20 +133,27 @@ static void hidden_directory_names_the_owner_of_the_path_asked(void **state)
 	assert_int_equal(d->reason, SBX_HIDDEN_PKG);
 	assert_string_equal(rel(d->node), "/src/trace");
 	assert_string_equal(d->pkg, "probespkg");
+	assert_string_equal(rel(d->below), "/src/trace/service/probes.c");
 	/* the same file by another spelling, and what another package owns */
 	d = decide(*state, "/src/trace/./service//probes.c", KILN_A_READ, 0);
 	assert_string_equal(d->pkg, "probespkg");
+	assert_string_equal(rel(d->below), "/src/trace/service/probes.c");
 	d = decide(*state, "/src/trace/service/sandbox.c", KILN_A_READ, 0);
 	assert_string_equal(d->pkg, "tracepkg");
+	assert_string_equal(d->below, "");
 	/* the directory itself, and a path that leaves it by '..' */
 	d = decide(*state, "/src/trace", KILN_A_LIST, 0);
 	assert_string_equal(d->pkg, "tracepkg");
+	assert_string_equal(d->below, "");
 	d = decide(*state, "/src/trace/../trace/service/probes.c", KILN_A_READ, 0);
 	assert_string_equal(d->pkg, "probespkg");
 	d = decide(*state, "/src/trace/../ipc/handshake.c", KILN_A_READ, 0);
 	assert_int_equal(d->verdict, KILN_V_HIDE);
 	assert_string_equal(rel(d->node), "/src/trace");
 	assert_string_equal(d->pkg, "tracepkg");
+	assert_string_equal(d->below, "");
+	d = decide(*state, "/src/ipc/proto.h", KILN_A_READ, 0);
+	assert_string_equal(d->below, "");
 }
 
 static void dotdot_is_physical_and_proc_self_is_the_client(void **state)

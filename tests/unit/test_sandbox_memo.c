@@ -126,6 +126,29 @@ static void managed_walks_are_memoised(void **state)
 	assert_int_equal(f->sbx.walk_hits, 4);
 }
 
+/* A hidden directory's walk remembers which package's path below it was
+ * asked (sandbox.h, "below"), and a walk that names none has no leftover. */
+static void hidden_walks_keep_the_path_below(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(mkdir(at("/managed/foreign_dir"), 0700), 0);
+	touch("/managed/foreign_dir/foreign_y.pm");
+	for (int i = 0; i < 2; i++) {
+		struct sbx_decision *d = decide(f, "/managed/foreign_dir/foreign_y.pm", KILN_A_READ, 0);
+		assert_int_equal(f->sbx.walk_hits, i);
+		assert_int_equal(d->verdict, KILN_V_HIDE);
+		assert_string_equal(d->node, at("/managed/foreign_dir"));
+		assert_string_equal(d->pkg, "pkgy");
+		assert_string_equal(d->below, at("/managed/foreign_dir/foreign_y.pm"));
+		d = decide(f, "/managed/a.h", KILN_A_READ, 0);
+		assert_string_equal(d->below, "");
+		d = decide(f, "/managed/foreign_dir", KILN_A_LIST, 0);
+		assert_string_equal(d->pkg, "pkgx");
+		assert_string_equal(d->below, "");
+	}
+	assert_int_equal(f->sbx.walk_hits, 3); /* the second round: all three from the memo */
+}
+
 static void other_walks_are_redone(void **state)
 {
 	struct fixture *f = *state;
@@ -195,6 +218,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(managed_walks_are_memoised, setup, teardown),
+		cmocka_unit_test_setup_teardown(hidden_walks_keep_the_path_below, setup, teardown),
 		cmocka_unit_test_setup_teardown(other_walks_are_redone, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_write_into_a_managed_tree_forgets, setup, teardown),
 		cmocka_unit_test_setup_teardown(memo_off_by_environment, setup, teardown),

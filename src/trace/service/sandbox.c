@@ -63,7 +63,8 @@ struct walk_entry {
 	unsigned char outcome, vis;
 	bool exists, is_link, is_dir;
 	size_t nodelen;
-	char strs[]; /* node NUL pkg NUL */
+	size_t pkglen;
+	char strs[]; /* node NUL pkg NUL below NUL */
 };
 
 static bool prefix_covers(const struct policy_rule *r, const char *path)
@@ -306,23 +307,28 @@ static void set_str(char *dst, size_t cap, const char *src)
 /* A directory hidden because every package owning it is outside the closure
  * names one of them; when the registry knows the path asked below it (read
  * lexically: the build cannot see what is there), its owner is the package
- * the build reached for: /usr/share/perl5/Module is libmodule-runtime-perl's
- * and libmodule-implementation-perl's, Module/Runtime.pm only the first's.
+ * the build reached for, and that path is where the report files it:
+ * /usr/share/perl5/Module is libmodule-runtime-perl's and
+ * libmodule-implementation-perl's, Module/Runtime.pm only the first's.
  * Only the report's attribution changes, never the verdict. */
 static void owner_below(struct sandbox *s, const char *dir, size_t dlen, const char *rest,
-			char *pkg)
+			char *pkg, char *below)
 {
 	rest += strspn(rest, "/");
 	if (!*rest)
 		return;
-	char below[SBX_BUF], owner[SBX_PKG_MAX];
+	char owner[SBX_PKG_MAX];
 	memcpy(below, dir, dlen + 1);
 	long l = append_lexical(below, dlen, rest);
-	if (l <= (long)dlen || below[dlen] != '/' || memcmp(below, dir, dlen))
-		return; /* '..' back out of the directory: not below it */
+	if (l <= (long)dlen || below[dlen] != '/' || memcmp(below, dir, dlen)) {
+		below[0] = '\0'; /* '..' back out of the directory: not below it */
+		return;
+	}
 	s->oracle_calls++;
 	if (s->oracle.owner(s->oracle.ctx, below, owner, sizeof owner) == SBX_OWNER_FOREIGN)
 		memcpy(pkg, owner, strlen(owner) + 1);
+	else
+		below[0] = '\0';
 }
 
 static void hide(struct sbx_decision *d, enum vis v, const char *node, const char *pkg)
@@ -454,7 +460,7 @@ static enum walk_outcome walk(struct sandbox *s, pid_t pid, const char *path, bo
 		}
 		if (vis_hidden(v)) {
 			if (v == VIS_HIDDEN_PKG && S_ISDIR(st.st_mode))
-				owner_below(s, cur, clen, s->todo + tpos, pkg);
+				owner_below(s, cur, clen, s->todo + tpos, pkg, d->below);
 			hide(d, v, cur, pkg);
 			w->vis = v;
 			return WALK_HIDDEN;
@@ -519,8 +525,8 @@ static void walk_remember(struct sandbox *s, size_t klen, enum walk_outcome o,
 {
 	if (s->walks.n >= WALK_MEMO_MAX)
 		return;
-	size_t nl = strlen(d->node), pl = strlen(d->pkg);
-	struct walk_entry *e = malloc(sizeof *e + nl + 1 + pl + 1);
+	size_t nl = strlen(d->node), pl = strlen(d->pkg), bl = strlen(d->below);
+	struct walk_entry *e = malloc(sizeof *e + nl + 1 + pl + 1 + bl + 1);
 	if (!e)
 		return;
 	bool added;
@@ -531,9 +537,10 @@ static void walk_remember(struct sandbox *s, size_t klen, enum walk_outcome o,
 	}
 	*e = (struct walk_entry){ .outcome = (unsigned char)o, .vis = (unsigned char)w->vis,
 				  .exists = d->exists, .is_link = w->is_link, .is_dir = w->is_dir,
-				  .nodelen = nl };
+				  .nodelen = nl, .pkglen = pl };
 	memcpy(e->strs, d->node, nl + 1);
 	memcpy(e->strs + nl + 1, d->pkg, pl + 1);
+	memcpy(e->strs + nl + 1 + pl + 1, d->below, bl + 1);
 	*slot = e;
 }
 
@@ -545,6 +552,7 @@ static enum walk_outcome walk_recall(const struct walk_entry *e, struct walk *w,
 	d->exists = e->exists;
 	if (e->outcome == WALK_HIDDEN) {
 		hide(d, w->vis, e->strs, e->strs + e->nodelen + 1);
+		set_str(d->below, sizeof d->below, e->strs + e->nodelen + 1 + e->pkglen + 1);
 		return WALK_HIDDEN;
 	}
 	memcpy(d->node, e->strs, e->nodelen + 1);
@@ -589,6 +597,7 @@ void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned acc
 	d->dev = d->ino = d->dir_dev = d->dir_ino = 0;
 	d->pkg[0] = '\0';
 	d->node[0] = '\0';
+	d->below[0] = '\0';
 
 	size_t plen = strlen(path);
 	if (path[0] != '/' || plen >= SBX_BUF) {

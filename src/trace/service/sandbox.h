@@ -60,6 +60,11 @@ struct sbx_decision {
 	uint64_t dev, ino, dir_dev, dir_ino;
 	char node[SBX_BUF];        /* hidden node, else the final (canonical) path */
 	char pkg[SBX_PKG_MAX];     /* owning package for SBX_HIDDEN_PKG */
+	/* Hidden by a directory several packages own, when the registry knows
+	 * the path asked below it: that path (lexical), which pkg owns. The
+	 * report files the finding there, so that each package reached below a
+	 * shared directory is named. Else "". */
+	char below[SBX_BUF];
 };
 
 struct sandbox {

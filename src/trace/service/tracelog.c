@@ -138,8 +138,8 @@ void tracelog_seen(struct tracelog *t, int client, const char *path, unsigned ac
 	case SBX_HIDDEN_RULE:
 	case SBX_HIDDEN_UNKNOWN:
 	case SBX_HIDDEN_UNOWNED: {
-		struct trace_finding *f = record(t, &t->hidden, d->node, client, access, d->reason,
-						 path, d->pkg);
+		struct trace_finding *f = record(t, &t->hidden, d->below[0] ? d->below : d->node, client,
+						 access, d->reason, path, d->pkg);
 		if (f)
 			weigh(t, f, d->node, path, client, access);
 		break;
