@@ -5,6 +5,9 @@ invoking user's home directory but for the build tree, its parent (the
 artifacts' directory) and kiln's own needs. Each hidden path answers as a
 missing one."""
 import os
+import sys
+
+import pytest
 
 from runas import PROBE_PRELUDE, World, manifest_text  # noqa: F401
 from conftest import run
@@ -109,5 +112,40 @@ def test_chroot_profile_hides_the_home_directory_but_the_build_tree(kiln_bin):
         # The host profile does not hide it.
         got, _ = probe(w, args, pkg, env, "--deps-from-control", ctl, "--ask", w.sys, "--profile", "host")
         assert got[f"{shims}/python3"] == "OK"
+    finally:
+        w.cleanup()
+
+
+def test_directories_a_closure_package_postinst_makes_stay(kiln_bin):
+    # python3.N-minimal's postinst makes /usr/local/lib/python3.N/dist-packages
+    # (docs/profiles.md): a chroot with python3 has it, and python's site
+    # module puts it on sys.path. Only the host's real directory can show it.
+    ver = "%d.%d" % sys.version_info[:2]
+    local = f"/usr/local/lib/python{ver}"
+    if not os.path.isdir(f"{local}/dist-packages"):
+        pytest.skip(f"{local}/dist-packages is not on this machine")
+    w = World(kiln_bin, [])
+    try:
+        S = w.sys
+        manifest = os.path.join(w.top, "manifest3")
+        with open(manifest, "w") as f:
+            f.write(manifest_text([
+                ("base", True, [f"{S}/", f"{S}/usr/", f"{S}/usr/include/", f"{S}/usr/include/base.h"]),
+                (f"python{ver}-minimal", False, [f"{S}/usr/include/py.h"]),
+                ("libdep-dev", False, [f"{S}/usr/include/dep.h"]),
+            ]))
+        os.unlink(w.db)
+        r = run([w.kiln, "registry", "--db", w.db, "import", "manifest", manifest])
+        assert r.returncode == 0, r.stderr
+        args = [local, f"{local}/dist-packages", "ls:/usr/local/lib"]
+        got, err = probe(w, args, w.build, None, "--profile", "chroot", "--deps", f"python{ver}-minimal")
+        assert got[local] == "OK" and got[f"{local}/dist-packages"] == "OK"
+        assert f"python{ver}" in got["ls:/usr/local/lib"].split(",")
+        assert local not in err
+        # Without the package, the chroot has neither.
+        got, err = probe(w, args, w.build, None, "--profile", "chroot", "--deps", "libdep-dev")
+        assert got[local] == "ENOENT" and got[f"{local}/dist-packages"] == "ENOENT"
+        assert f"python{ver}" not in got["ls:/usr/local/lib"].split(",")
+        assert f"    {local}  [" in err    # reported under the 'owned' rules
     finally:
         w.cleanup()

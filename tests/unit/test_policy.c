@@ -228,6 +228,25 @@ static void package_artifacts_only(void **state)
 	policy_free(&p);
 }
 
+static void skeleton_directories_once_and_exact(void **state)
+{
+	(void)state;
+	struct policy p;
+	policy_init(&p);
+	assert_int_equal(policy_add_chroot(&p, NULL, NULL, err, sizeof err), 0);
+	size_t n = p.nskeleton;
+	assert_true(policy_is_skeleton(&p, "/usr/local/lib"));
+	assert_false(policy_is_skeleton(&p, "/usr/local/lib/python3.11"));
+	assert_int_equal(policy_add_skeleton(&p, "/usr/local/lib/python3.11", err, sizeof err), 0);
+	assert_int_equal(policy_add_skeleton(&p, "/usr/local/lib/python3.11", err, sizeof err), 0);
+	assert_int_equal(policy_add_skeleton(&p, "/usr/local/lib", err, sizeof err), 0);
+	assert_int_equal(p.nskeleton, n + 1);
+	assert_true(policy_is_skeleton(&p, "/usr/local/lib/python3.11"));
+	assert_false(policy_is_skeleton(&p, "/usr/local/lib/python3.1"));
+	assert_false(policy_is_skeleton(&p, "/usr/local/lib/python3.11/dist-packages"));
+	policy_free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -239,6 +258,7 @@ int main(void)
 		cmocka_unit_test(policy_file),
 		cmocka_unit_test(policy_file_errors_name_file_and_line),
 		cmocka_unit_test(package_artifacts_only),
+		cmocka_unit_test(skeleton_directories_once_and_exact),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

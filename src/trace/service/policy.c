@@ -192,6 +192,22 @@ static enum policy_action action_so_far(const struct policy *p, const char *path
 	return best ? best->action : POLICY_READ;
 }
 
+int policy_add_skeleton(struct policy *p, const char *dir, char *err, size_t errlen)
+{
+	if (policy_is_skeleton(p, dir))
+		return 0;
+	char **sk = realloc(p->skeleton, (p->nskeleton + 1) * sizeof *sk);
+	if (!sk || !(sk[p->nskeleton] = strdup(dir))) {
+		if (sk)
+			p->skeleton = sk;
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	p->skeleton = sk;
+	p->nskeleton++;
+	return 0;
+}
+
 int policy_add_chroot(struct policy *p, const char *home, const char *keep, char *err,
 		      size_t errlen)
 {
@@ -211,19 +227,9 @@ int policy_add_chroot(struct policy *p, const char *home, const char *keep, char
 		"/usr/local/games", "/usr/local/lib", "/usr/local/include", "/usr/local/sbin",
 		"/usr/local/src", "/usr/local/etc", "/usr/local/man",
 	};
-	char **sk = realloc(p->skeleton, (p->nskeleton + sizeof skeleton / sizeof skeleton[0]) *
-					     sizeof *sk);
-	if (!sk) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	p->skeleton = sk;
 	for (size_t i = 0; i < sizeof skeleton / sizeof skeleton[0]; i++)
-		if (!(p->skeleton[p->nskeleton++] = strdup(skeleton[i]))) {
-			p->nskeleton--;
-			snprintf(err, errlen, "out of memory");
+		if (policy_add_skeleton(p, skeleton[i], err, errlen) < 0)
 			return -1;
-		}
 	if (!home || home[0] != '/' || !home[strspn(home, "/")])
 		return 0;
 	if (policy_add(p, POLICY_DENY, home, err, errlen) < 0)

@@ -102,6 +102,10 @@ const struct policy_rule *policy_match(const struct policy *p, const char *path)
 /* Its action; paths no rule covers are POLICY_READ. */
 enum policy_action policy_action_for(const struct policy *p, const char *path);
 
+/* Adds absolute normalised directory `dir` to p->skeleton (once). Returns
+ * 0, -1 out of memory. */
+int policy_add_skeleton(struct policy *p, const char *dir, char *err, size_t errlen);
+
 /* Whether absolute normalised `path` is one of p->skeleton. */
 bool policy_is_skeleton(const struct policy *p, const char *path);
 

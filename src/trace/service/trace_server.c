@@ -18,6 +18,7 @@
 #include "trace/service/data_plans.h"
 #include "trace/service/deps.h"
 #include "trace/service/diagnosis.h"
+#include "trace/service/postinst_dirs.h"
 #include "trace/service/report.h"
 #include "trace/service/rundir.h"
 #include "trace/service/service.h"
@@ -126,6 +127,8 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 		goto fail;
 	if (trace_deps_closure_named(reg, cfg->profile, cfg->deps, cfg->ndeps, cfg->control ? &control : NULL,
 				     stderr, &closure, &declared, &ndeclared, err, sizeof err) < 0)
+		goto fail;
+	if (postinst_dirs_add(cfg->policy, reg, &closure, err, sizeof err) < 0)
 		goto fail;
 	struct registry_oracle ro = { .reg = reg, .closure = &closure };
 	ts = trace_service_new(cfg->policy, registry_oracle(&ro), cfg->report_only);

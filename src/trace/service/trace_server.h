@@ -22,7 +22,8 @@ struct trace_server_config {
 	size_t ndeps;
 	const char *control;         /* --deps-from-control file, or NULL */
 	enum registry_profile profile; /* how the closure is computed */
-	const struct policy *policy; /* compiled */
+	struct policy *policy;       /* compiled; the server adds the closure's
+				      * postinst directories (postinst_dirs.h) */
 	bool report_only;
 	const char *json;            /* --json file, or NULL */
 	const char *log;             /* --log file, or NULL */
