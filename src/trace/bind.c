@@ -48,7 +48,6 @@
 	 O_CLOEXEC | O_PATH | O_TMPFILE)
 #define OPATH_FLAGS (O_DIRECTORY | O_NOFOLLOW | O_PATH | O_CLOEXEC)
 
-static KT_HOT _Atomic int no_openat2;
 
 typedef int (*open_fn)(const char *, int, ...);
 typedef int (*openat_fn)(int, const char *, int, ...);
@@ -147,7 +146,7 @@ static int direct(const struct kt_opener *o)
  * ended in "/" or "/.": the kernel wants a directory). */
 static long open_no_symlinks(const struct kt_opener *o, char *abs, size_t n, int tail)
 {
-	if (atomic_load_explicit(&no_openat2, memory_order_relaxed) || !direct(o))
+	if (atomic_load_explicit(&kt_no_openat2, memory_order_relaxed) || !direct(o))
 		return UNUSABLE;
 	/* open(2) ignores unknown flags and, with O_PATH, all but four;
 	 * openat2 refuses them: pass what open would use. */
@@ -170,7 +169,7 @@ static long open_no_symlinks(const struct kt_opener *o, char *abs, size_t n, int
 	long fd = kt_sys4(SYS_openat2, AT_FDCWD, abs, &how, sizeof how);
 	abs[n] = '\0';
 	if (fd == -ENOSYS)
-		atomic_store_explicit(&no_openat2, 1, memory_order_relaxed);
+		atomic_store_explicit(&kt_no_openat2, 1, memory_order_relaxed);
 	if (fd == -ENOSYS || fd == -EINVAL || fd == -ENAMETOOLONG || fd == -E2BIG ||
 	    fd == -EAGAIN || fd == -EXDEV)
 		return UNUSABLE;

@@ -48,7 +48,6 @@ static KT_HOT uint64_t log_nslots;
  * process: two threads adding to one cache line take turns owning it, a
  * line transfer between cores on every hit. */
 static KT_TLS int thread_shard;
-static KT_HOT _Atomic int no_openat2;
 static KT_HOT _Atomic int mark_pending; /* a forked child not yet counted as a process */
 /* Questions this process's other threads asked the server while one thread
  * was attaching (the statistics file not mapped yet): misses, counted once
@@ -258,7 +257,7 @@ static void count(int hit, int listing)
  * opened (closed again), else -errno. */
 static long open_no_symlinks(const char *path, int nofollow)
 {
-	if (atomic_load_explicit(&no_openat2, memory_order_relaxed))
+	if (atomic_load_explicit(&kt_no_openat2, memory_order_relaxed))
 		return -ENOSYS;
 	struct open_how how = {
 		.flags = O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0),
@@ -270,7 +269,7 @@ static long open_no_symlinks(const char *path, int nofollow)
 		return 1;
 	}
 	if (fd == -ENOSYS)
-		atomic_store_explicit(&no_openat2, 1, memory_order_relaxed);
+		atomic_store_explicit(&kt_no_openat2, 1, memory_order_relaxed);
 	return fd;
 }
 

@@ -58,6 +58,11 @@ extern __thread int kt_guard __attribute__((tls_model("initial-exec")));
 extern __thread int kt_vfork_child __attribute__((tls_model("initial-exec")));
 enum { KT_VFORK_NONE, KT_VFORK_CHILD, KT_VFORK_COUNTED, KT_VFORK_NO_FDS };
 
+/* openat2 is not there: the kernel said ENOSYS, or the process runs under
+ * valgrind, which does not emulate it and prints a warning for every call
+ * (on the program's stderr, which tests compare). Its users fall back. */
+extern _Atomic int kt_no_openat2;
+
 /* Coverage marks (tests): each hook brackets its work with close() of an
  * invalid fd so `strace -f` can tell hooked from unhooked file syscalls.
  * Enabled by KILN_TRACE_MARKS=1; otherwise one predictable branch. */

@@ -16,6 +16,7 @@ extern char **environ;
 __thread int kt_guard __attribute__((tls_model("initial-exec")));
 __thread int kt_vfork_child __attribute__((tls_model("initial-exec")));
 KT_HOT int kt_marks;
+KT_HOT _Atomic int kt_no_openat2;
 
 /* kiln's variables, restored into every exec environment. */
 static const char *const kept_names[] = {
@@ -80,6 +81,12 @@ void kt_init(void)
 	atomic_store_explicit(&init_state, 2, memory_order_release);
 	const char *m = kt_env("KILN_TRACE_MARKS");
 	kt_marks = m && m[0] == '1';
+	/* valgrind puts its own preload libraries first in its client's
+	 * LD_PRELOAD (and takes them out again for a child it does not
+	 * follow). */
+	const char *pre = kt_env("LD_PRELOAD");
+	if (pre && strstr(pre, "/vgpreload_core-"))
+		atomic_store_explicit(&kt_no_openat2, 1, memory_order_relaxed);
 }
 
 const char *kt_env(const char *name)
