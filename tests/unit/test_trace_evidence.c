@@ -154,6 +154,13 @@ static void test_probes(void **state)
 	assert_null(probe_id("/usr/lib32/libz.so", "/usr/lib32", EV_READ, "cmake"));
 	assert_null(probe_id("/usr/lib32/libz.so", "/usr/lib32/libz.so", EV_STAT, "cmake"));
 	assert_null(probe_id("/usr/lib32", "/usr/lib32", EV_DIR, "configure"));
+	/* tinyxml2's include(CTest), on a host with valgrind; running it is no probe */
+	assert_string_equal(probe_id("/usr/bin/valgrind", "/usr/bin/valgrind", EV_COMMAND, "cmake"),
+			    "ctest-memcheck");
+	assert_string_equal(probe_id("/bin/valgrind", "/bin/valgrind", EV_STAT, "cmake"), "ctest-memcheck");
+	assert_null(probe_id("/usr/bin/valgrind", "/usr/bin/valgrind", EV_EXEC, "cmake"));
+	assert_null(probe_id("/usr/bin/valgrind", "/usr/bin/valgrind", EV_COMMAND, "sh"));
+	assert_null(probe_id("/usr/bin/valgrind", "/usr/bin/valgrind", EV_COMMAND, "ctest"));
 	assert_string_equal(probe_id("/usr/share/gettext/its", "/usr/share/gettext/its", EV_DIR, "xgettext"),
 			    "gettext-its-rules");
 	assert_null(probe_id("/usr/share/gettext/its/x.its", "/usr/share/gettext/its", EV_READ, "xgettext"));

@@ -54,6 +54,15 @@ const struct trace_probe trace_probes[] = {
 		.strongest = EV_DIR,
 	},
 	{
+		.id = "ctest-memcheck",
+		.what = "CMake's CTest module looks for a memory checker in every project that "
+			"includes it, for `ctest -T memcheck`, which package builds do not run",
+		.programs = LIST("cmake"),
+		.paths = LIST("*/bin/valgrind", "*/bin/drmemory", "*/bin/cuda-memcheck",
+			      "*/bin/compute-sanitizer", "*/bin/purify", "*/bin/boundscheck"),
+		.strongest = EV_COMMAND,
+	},
+	{
 		.id = "perl-optional-modules",
 		.what = "dpkg's and debhelper's Perl code tries modules it can do without "
 			"(File::FcntlLock, Locale::gettext, Algorithm::Merge, PerlIO::gzip)",
