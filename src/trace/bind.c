@@ -48,7 +48,6 @@
 	 O_CLOEXEC | O_PATH | O_TMPFILE)
 #define OPATH_FLAGS (O_DIRECTORY | O_NOFOLLOW | O_PATH | O_CLOEXEC)
 
-
 typedef int (*open_fn)(const char *, int, ...);
 typedef int (*openat_fn)(int, const char *, int, ...);
 typedef int (*open2_fn)(const char *, int);

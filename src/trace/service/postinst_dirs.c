@@ -35,12 +35,15 @@ static size_t python_dirs(const char *name, const char *out[POSTINST_DIRS_MAX], 
 	if (!vl || strcmp(v + vl, "-minimal"))
 		return 0;
 	int n = snprintf(buf, cap, "/usr/local/lib/python3.%.*s", (int)vl, v);
-	if (n < 0 || (size_t)n * 2 + 16 >= cap)
+	if (n < 0 || (size_t)n + 1 >= cap)
 		return 0;
-	memcpy(buf + n + 1, buf, (size_t)n);
-	memcpy(buf + 2 * n + 1, "/dist-packages", sizeof "/dist-packages");
+	char *site = buf + n + 1;
+	size_t left = cap - (size_t)n - 1;
+	int m = snprintf(site, left, "/usr/local/lib/python3.%.*s/dist-packages", (int)vl, v);
+	if (m < 0 || (size_t)m >= left)
+		return 0;
 	out[0] = buf;
-	out[1] = buf + n + 1;
+	out[1] = site;
 	return 2;
 }
 

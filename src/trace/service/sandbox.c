@@ -63,7 +63,6 @@ struct walk_entry {
 	unsigned char outcome, vis;
 	bool exists, is_link, is_dir;
 	size_t nodelen;
-	size_t pkglen;
 	char strs[]; /* node NUL pkg NUL below NUL */
 };
 
@@ -537,7 +536,7 @@ static void walk_remember(struct sandbox *s, size_t klen, enum walk_outcome o,
 	}
 	*e = (struct walk_entry){ .outcome = (unsigned char)o, .vis = (unsigned char)w->vis,
 				  .exists = d->exists, .is_link = w->is_link, .is_dir = w->is_dir,
-				  .nodelen = nl, .pkglen = pl };
+				  .nodelen = nl };
 	memcpy(e->strs, d->node, nl + 1);
 	memcpy(e->strs + nl + 1, d->pkg, pl + 1);
 	memcpy(e->strs + nl + 1 + pl + 1, d->below, bl + 1);
@@ -551,8 +550,9 @@ static enum walk_outcome walk_recall(const struct walk_entry *e, struct walk *w,
 			    .stable = true };
 	d->exists = e->exists;
 	if (e->outcome == WALK_HIDDEN) {
-		hide(d, w->vis, e->strs, e->strs + e->nodelen + 1);
-		set_str(d->below, sizeof d->below, e->strs + e->nodelen + 1 + e->pkglen + 1);
+		const char *pkg = e->strs + e->nodelen + 1;
+		hide(d, w->vis, e->strs, pkg);
+		set_str(d->below, sizeof d->below, pkg + strlen(pkg) + 1);
 		return WALK_HIDDEN;
 	}
 	memcpy(d->node, e->strs, e->nodelen + 1);
