@@ -189,6 +189,36 @@ int builder_add_file(struct builder *b, int64_t pkg, const char *listed, const c
 	return run(b, st, err, errlen);
 }
 
+int builder_add_unowned_dirs(struct builder *b, const struct builder_dir *dirs, size_t n, char *err,
+			     size_t errlen)
+{
+	if (!n)
+		return 0;
+	sqlite3_stmt *st = NULL;
+	if (exec(b, "CREATE TEMP TABLE new_dirs(pkg INTEGER, listed TEXT, canonical TEXT)", err,
+		 errlen))
+		return -1;
+	int rc = sqlite3_prepare_v2(b->db, "INSERT INTO temp.new_dirs VALUES (?1, ?2, ?3)", -1, &st,
+				    NULL);
+	for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
+		sqlite3_bind_int64(st, 1, dirs[i].pkg);
+		sqlite3_bind_text(st, 2, dirs[i].listed, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, dirs[i].canonical, -1, SQLITE_STATIC);
+		rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(b->db);
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_OK)
+		return sql_fail(b, rc, err, errlen);
+	char sql[256];
+	snprintf(sql, sizeof sql,
+		 "INSERT INTO main.files(canonical, pkg, listed, kind, diverted) "
+		 "SELECT DISTINCT canonical, pkg, listed, %d, 0 FROM temp.new_dirs "
+		 "WHERE canonical NOT IN (SELECT canonical FROM main.files); DROP TABLE temp.new_dirs",
+		 REGISTRY_KIND_DIR);
+	return exec(b, sql, err, errlen);
+}
+
 struct rel_ctx {
 	struct builder *b;
 	int64_t pkg;

@@ -31,6 +31,14 @@ int builder_begin(struct builder *b, const char *target, char *err, size_t errle
 int64_t builder_add_package(struct builder *b, const struct builder_package *p, char *err, size_t errlen);
 int builder_add_file(struct builder *b, int64_t pkg, const char *listed, const char *canonical,
 		     int kind, bool diverted, char *err, size_t errlen);
+struct builder_dir {
+	int64_t pkg;
+	const char *listed, *canonical;
+};
+/* Adds each directory dirs[i].canonical as pkg's (listed as dirs[i].listed)
+ * unless a file row added so far already has that canonical path. */
+int builder_add_unowned_dirs(struct builder *b, const struct builder_dir *dirs, size_t n, char *err,
+			     size_t errlen);
 /* Parses a relationship field and stores its atoms (type: 0 Depends,
  * 1 Pre-Depends, -1 Provides). Errors are "cause" only: the caller names the
  * file and line. */

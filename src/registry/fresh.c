@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -54,17 +55,25 @@ static void describe(const char *then, const char *now, char *why, size_t len)
 enum registry_freshness registry_dpkg_freshness(const char *db, char *root, size_t rootlen,
 						char *why, size_t whylen)
 {
-	char err[PATH_MAX + 256], then[128], now[128];
+	char err[PATH_MAX + 256], then[128], now[128], rules[32];
 	root[0] = '\0';
 	struct kiln_registry *reg = registry_open(db, REGISTRY_RDONLY, err, sizeof err);
 	if (!reg)
 		return REGISTRY_UNKNOWN;
-	int rc = registry_meta(reg, "dpkg_root", root, rootlen) || registry_meta(reg, "dpkg_state", then, sizeof then);
+	int rc = registry_meta(reg, "dpkg_root", root, rootlen) ||
+		 registry_meta(reg, "dpkg_state", then, sizeof then) ||
+		 registry_meta(reg, "dpkg_import_rules", rules, sizeof rules);
 	registry_close(reg);
 	if (rc)
 		return REGISTRY_UNKNOWN;
 	if (!root[0])
 		return REGISTRY_FRESH; /* no dpkg import: nothing to compare with */
+	int made_by = rules[0] ? atoi(rules) : 1;
+	if (made_by < REGISTRY_DPKG_RULES) {
+		snprintf(why, whylen, "it was imported by an older kiln (import rules %d, now %d)",
+			 made_by, REGISTRY_DPKG_RULES);
+		return REGISTRY_STALE;
+	}
 	if (registry_dpkg_state(root, now, sizeof now) < 0) {
 		snprintf(why, whylen, "%s/var/lib/dpkg/status: %s", strcmp(root, "/") ? root : "", strerror(errno));
 		return REGISTRY_STALE;

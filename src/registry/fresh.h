@@ -2,13 +2,19 @@
  * import records the state of ROOT/var/lib/dpkg it read (meta "dpkg_state":
  * the status file's mtime and size, the info/ directory's mtime; any
  * install, removal or upgrade changes at least one); kiln trace compares it
- * with the database now and re-imports when they differ. */
+ * with the database now and re-imports when they differ, or when the
+ * import was made by rules older than this kiln's. */
 #ifndef KILN_REGISTRY_FRESH_H
 #define KILN_REGISTRY_FRESH_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+
+/* What a dpkg import makes of the same dpkg database, by version (meta
+ * "dpkg_import_rules"): a registry imported by an older kiln is stale.
+ * 2: a directory reached through a listed symlink (docs/registry.md). */
+#define REGISTRY_DPKG_RULES 2
 
 /* "status MTIME_NS SIZE info MTIME_NS" of ROOT ("" or "/" = this system).
  * Returns 0, or -1 with errno (no status file). */

@@ -133,8 +133,48 @@ struct dpkg_import {
 	struct canon canon;
 	struct dirkinds kinds;
 	struct strmap div_to, div_by;
+	/* Directories the lists reach through a listed symlink (below). */
+	struct builder_dir *linked;
+	size_t nlinked, caplinked;
 	char admin[PATH_MAX + 16];
 };
+
+/* A directory dpkg lists that is a symlink here, with entries below it
+ * (merged /usr: libc6's /lib64 -> usr/lib64): the directory it leads to
+ * plays its part, so it is the package's too, once no package lists it
+ * (/usr/lib64 is nobody's otherwise, where /usr/bin is base-files'). */
+static int note_linked_dir(struct dpkg_import *im, int64_t id, struct strmap *links,
+			   const char *listed, const char *canonical)
+{
+	const char *slash = strrchr(listed, '/');
+	const char *cslash = strrchr(canonical, '/');
+	if (!slash || slash == listed || !cslash || cslash == canonical)
+		return 0;
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof parent, "%.*s", (int)(slash - listed), listed);
+	const char *seen = strmap_get(links, parent);
+	if (!seen || *seen)
+		return 0;
+	if (im->nlinked == im->caplinked) {
+		size_t cap = im->caplinked ? 2 * im->caplinked : 64;
+		struct builder_dir *v = realloc(im->linked, cap * sizeof *v);
+		if (!v)
+			return -1;
+		im->linked = v;
+		im->caplinked = cap;
+	}
+	struct builder_dir *d = &im->linked[im->nlinked];
+	d->pkg = id;
+	d->listed = strdup(parent);
+	d->canonical = strndup(canonical, (size_t)(cslash - canonical));
+	if (!d->listed || !d->canonical || !strmap_put(links, parent, "taken")) {
+		free((char *)d->listed);
+		free((char *)d->canonical);
+		return -1;
+	}
+	im->nlinked++;
+	return 0;
+}
 
 static char *open_list(struct dpkg_import *im, const struct dpkg_pkg *p, char *path, size_t len,
 		       char *err, size_t errlen)
@@ -167,6 +207,8 @@ static int import_list(struct dpkg_import *im, const struct dpkg_pkg *p, int64_t
 		return 0;
 	}
 	int line = 0, rc = 0;
+	struct strmap links; /* listed symlinks of this package: "" or "taken" */
+	strmap_init(&links);
 	for (char *s = buf, *eol, *next; *s; s = next) {
 		eol = strchrnul(s, '\n');
 		next = eol + (*eol != '\0');
@@ -206,9 +248,17 @@ static int import_list(struct dpkg_import *im, const struct dpkg_pkg *p, int64_t
 			rc = -1;
 			break;
 		}
+		if (!diverted && (note_linked_dir(im, id, &links, listed, canonical) ||
+				  (kind == REGISTRY_KIND_SYMLINK && !strmap_get(&links, listed) &&
+				   !strmap_put(&links, listed, "")))) {
+			snprintf(err, errlen, "%s: out of memory", path);
+			rc = -1;
+			break;
+		}
 		im->res->files++;
 		im->res->diverted += diverted;
 	}
+	strmap_free(&links);
 	free(buf);
 	return rc;
 }
@@ -295,13 +345,17 @@ int registry_import_dpkg(const char *dbpath, const struct registry_import_opts *
 	if (builder_begin(&im.b, dbpath, err, errlen))
 		goto out;
 	char when[64], abs_root[PATH_MAX]; /* absolute: fresh.c compares it later, from anywhere */
+	char rules[16];
+	snprintf(rules, sizeof rules, "%d", REGISTRY_DPKG_RULES);
 	time_t now = time(NULL);
 	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 	if (builder_replace_origin(&im.b, "dpkg", err, errlen) ||
 	    import_packages(&im, &s, err, errlen) ||
+	    builder_add_unowned_dirs(&im.b, im.linked, im.nlinked, err, errlen) ||
 	    builder_set_meta(&im.b, "dpkg_root", realpath(root, abs_root) ? abs_root : root, err, errlen) ||
 	    builder_set_meta(&im.b, "dpkg_imported_at", when, err, errlen) ||
 	    builder_set_meta(&im.b, "dpkg_state", state, err, errlen) ||
+	    builder_set_meta(&im.b, "dpkg_import_rules", rules, err, errlen) ||
 	    builder_commit(&im.b, err, errlen)) {
 		builder_abort(&im.b);
 		goto out;
@@ -312,6 +366,11 @@ int registry_import_dpkg(const char *dbpath, const struct registry_import_opts *
 out:
 	free(status);
 	free(s.v);
+	for (size_t i = 0; i < im.nlinked; i++) {
+		free((char *)im.linked[i].listed);
+		free((char *)im.linked[i].canonical);
+	}
+	free(im.linked);
 	strmap_free(&im.div_to);
 	strmap_free(&im.div_by);
 	dirkinds_free(&im.kinds);

@@ -283,6 +283,17 @@ def test_directories_have_all_their_owners(kiln_bin, db):
     assert got["/"] == ["base-files", "bash", "libc6"]
 
 
+def test_directory_behind_a_listed_symlink(kiln_bin, db):
+    """libc6 lists /lib64, a symlink to usr/lib64 here, and a file in it:
+    /usr/lib64, which no package lists, is libc6's too (a build stats it).
+    /usr/bin, behind bash's /bin, is base-files' and gains no owner."""
+    got = owners(kiln_bin, db, "/usr/lib64", "/usr/bin", "/usr/sbin")
+    assert got == {"/usr/lib64": ["libc6"], "/usr/bin": ["base-files"], "/usr/sbin": []}
+    rows = [f for f in kjson(kiln_bin, db, "files", "libc6") if f["listed"] == "/lib64"]
+    assert sorted((f["canonical"], f["kind"]) for f in rows) == [("/lib64", "symlink"),
+                                                                 ("/usr/lib64", "dir")]
+
+
 def test_diversions(kiln_bin, db):
     got = owners(kiln_bin, db, "/usr/bin/foo", "/usr/bin/foo.real", "/usr/bin/bar",
                  "/usr/bin/bar.local", "/usr/bin/sh", "/usr/bin/sh.distrib")

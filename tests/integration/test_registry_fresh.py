@@ -124,6 +124,17 @@ def test_an_older_registry_without_a_recorded_state_is_reimported(kiln_bin, dpkg
     assert "did not record the dpkg state" in r.stderr and "re-imported" in r.stderr
 
 
+def test_a_registry_imported_by_older_rules_is_reimported(kiln_bin, dpkg):
+    with sqlite3.connect(dpkg.db) as c:
+        assert dict(c.execute("SELECT key, value FROM meta"))["dpkg_import_rules"] == "2"
+        c.execute("DELETE FROM meta WHERE key='dpkg_import_rules'")
+    r = trace(kiln_bin, dpkg)
+    assert "imported by an older kiln (import rules 1, now 2)" in r.stderr, r.stderr
+    assert "re-imported" in r.stderr
+    r = trace(kiln_bin, dpkg)
+    assert "re-imported" not in r.stderr
+
+
 def test_a_manifest_registry_is_left_alone(kiln_bin, tmp_path):
     manifest = tmp_path / "manifest"
     manifest.write_text("Package: base\nVersion: 1\nEssential: yes\nFiles:\n /x\n")
