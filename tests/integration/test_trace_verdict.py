@@ -54,6 +54,10 @@ def world(tmp_path, kiln_bin):
         (sys_ / "usr" / "share" / "many" / f"f{i:02d}").write_text("x\n")
     for f in ("a.pm", "b.pm"):
         (sys_ / "usr" / "share" / "shared" / f).write_text("x\n")
+    core = sys_ / "usr/lib/x86_64-linux-gnu/perl/5.36.0/CORE"
+    core.mkdir(parents=True)
+    (core / "perl.h").write_text("x\n")
+    (sys_ / "usr/lib/x86_64-linux-gnu/libperl.a").write_text("x\n")
     pkgs = [
         package("base", [f"{S}/", f"{S}/usr/", f"{S}/usr/bin/", f"{S}/usr/include/", f"{S}/usr/share/",
                          f"{S}/usr/lib/", f"{S}/usr/share/many/"], essential=True),
@@ -77,6 +81,10 @@ def world(tmp_path, kiln_bin):
         package("low", [f"{S}/usr/include/low.h"]),
         package("pkg-sha", [f"{S}/usr/share/shared/", f"{S}/usr/share/shared/a.pm"]),
         package("pkg-shb", [f"{S}/usr/share/shared/", f"{S}/usr/share/shared/b.pm"]),
+        # in the base set, as Debian's is (dpkg-dev -> perl -> libperl5.36)
+        package("libperl5.36", [f"{S}/usr/lib/x86_64-linux-gnu/perl/5.36.0/CORE/perl.h"], essential=True),
+        package("libperl-dev", [f"{S}/usr/lib/x86_64-linux-gnu/libperl.a"], depends="libperl5.36",
+                provides="perl-xs-dev"),
     ]
     text = []
     for name, essential, files, depends, provides in pkgs:
@@ -157,6 +165,21 @@ def test_unused_declared_packages(world):
     assert rep["unused"] == ["libunused-dev"], r.stderr
     assert "unused declared dependencies (none of their files reached): libunused-dev" in r.stderr
     assert rep["verdict"]["text"].endswith("; unused declared dependencies: libunused-dev")
+
+
+def test_perl_xs_dev_is_used_by_compiling_against_perls_headers(world):
+    # Debian's perl asks XS modules to declare perl-xs-dev (libperl-dev's
+    # README.cross), for the host's Config.pm in cross builds; a native
+    # build reaches only libperl5.x's CORE headers.
+    xs = "cat $SYS/usr/lib/x86_64-linux-gnu/perl/5.36/CORE/perl.h $SYS/usr/include/dep.h >/dev/null"
+    os.symlink("5.36.0", world.sys / "usr/lib/x86_64-linux-gnu/perl/5.36")
+    r = trace(world, xs, "--json", "-o", "r.json", deps="perl-xs-dev,libdep-dev")
+    assert r.returncode == 0, r.stderr
+    assert report(world)["unused"] == [], r.stderr
+    # a build that compiles no XS does not use it
+    r = trace(world, "cat $SYS/usr/include/dep.h", "--json", "-o", "r.json", deps="perl-xs-dev,libdep-dev")
+    assert r.returncode == 0, r.stderr
+    assert report(world)["unused"] == ["perl-xs-dev"], r.stderr
 
 
 def test_unused_not_claimed_for_a_failed_build(world):

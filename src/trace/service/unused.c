@@ -1,6 +1,7 @@
 #include "trace/service/unused.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,19 @@
 
 #define MAX_LINKS 40
 
+/* Virtual packages Debian asks builds to declare for files that, in a
+ * native build, another package of the closure ships: counted used when
+ * the build reached those files. perl-xs-dev: "XS module packages should
+ * build-depend on" it (libperl-dev's README.cross); it brings the host's
+ * Config.pm for cross builds, while a native build compiles against the
+ * CORE headers of libperl5.x. */
+static const struct {
+	const char *name, *files;
+} stand_ins[] = {
+	{ "perl-xs-dev", "*/perl/*/CORE/*" },
+};
+#define NSTAND_INS (sizeof stand_ins / sizeof *stand_ins)
+
 /* Resolution as the kernel does it, with every symlink met and every final
  * node that is not a directory counted as touched. Directories are resolved
  * once each (memo). */
@@ -21,6 +35,7 @@ struct resolver {
 	struct pathtab nodes;  /* canonical nodes already counted */
 	struct kiln_registry *reg;
 	struct registry_pkgset *out;
+	bool stood_in[NSTAND_INS];
 	int failed;
 };
 
@@ -81,6 +96,17 @@ static void count(struct resolver *r, const char *node)
 	for (int i = 0; i < n && i < 32; i++)
 		if (registry_pkgset_add(r->out, ids[i]) < 0)
 			r->failed = 1;
+	for (size_t k = 0; k < NSTAND_INS; k++) {
+		if (r->stood_in[k] || fnmatch(stand_ins[k].files, node, 0) != 0)
+			continue;
+		r->stood_in[k] = true;
+		n = registry_satisfiers(r->reg, stand_ins[k].name, "", ids, 32);
+		if (n < 0)
+			r->failed = 1;
+		for (int i = 0; i < n && i < 32; i++)
+			if (registry_pkgset_add(r->out, ids[i]) < 0)
+				r->failed = 1;
+	}
 }
 
 static char *resolve(struct resolver *r, const char *p, int links);
