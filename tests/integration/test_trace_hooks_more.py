@@ -395,6 +395,17 @@ def test_fd_closers_do_not_break_tracing(tree, closer):
     assert "kiln:" not in err
 
 
+@pytest.mark.parametrize("check", ["open_fds", "sys_open_fds"])
+def test_kilns_fds_look_closed_to_fcntl(tree, check):
+    """What closefrom leaves of kiln's fds is not open to the program:
+    libbsd's closefrom test checks every number with fcntl."""
+    root, srv, _ = tree
+    lines, err = hookcall(srv.path, "stat", f"{root}/hid/b", "closefrom", check,
+                          "stat", f"{root}/hid/b", check, "stat", f"{root}/vis/a")
+    assert lines == ["stat -1 ENOENT", "closefrom 0 OK", check, "stat -1 ENOENT", check,
+                     "stat 0 OK"], err
+
+
 def test_hook_before_kilns_constructor(tree, tmp_path):
     """Another preloaded library's constructor runs before kiln's and calls
     stat(): kiln initialises on that first call and answers correctly."""

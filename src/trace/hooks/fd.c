@@ -1,10 +1,12 @@
 /* kiln's own fds (its connections to the server, above 100, close-on-exec)
  * survive programs that close or reuse every descriptor: close, close_range,
  * closefrom, dup2 and dup3 leave them alone. To the program they look like
- * descriptors that are not open (EBADF). Also fork, whose child forgets the
+ * descriptors that are not open (EBADF), to fcntl too: a program that
+ * checks what closefrom left open (libbsd's test suite) finds nothing. Also fork, whose child forgets the
  * parent's connections (vfork is in vfork.c). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <unistd.h>
 
 #include "trace/kt.h"
@@ -13,7 +15,7 @@
 #define REAL(name, type) ((type)kt_real(&real_##name, #name))
 
 static KT_HOT void *_Atomic real_close, *_Atomic real_dup2, *_Atomic real_dup3, *_Atomic real_dup,
-	*_Atomic real_fork;
+	*_Atomic real_fork, *_Atomic real_fcntl, *_Atomic real_fcntl64;
 
 int close_range(unsigned first, unsigned last, int flags);
 void closefrom(int lowfd);
@@ -72,6 +74,34 @@ KT_EXPORT void closefrom(int lowfd)
 	if (lowfd < 0)
 		lowfd = 0;
 	kt_close_range_around((unsigned)lowfd, ~0u, 0);
+}
+
+/* The third argument, when the command has one, is an int or a pointer:
+ * passed on as glibc reads it. */
+KT_EXPORT int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	if (kt_is_kiln_fd(fd)) {
+		errno = EBADF;
+		return -1;
+	}
+	return REAL(fcntl, int (*)(int, int, ...))(fd, cmd, arg);
+}
+
+KT_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	if (kt_is_kiln_fd(fd)) {
+		errno = EBADF;
+		return -1;
+	}
+	return REAL(fcntl64, int (*)(int, int, ...))(fd, cmd, arg);
 }
 
 int kt_dup_target_ok(int oldfd, int newfd)

@@ -197,6 +197,12 @@ KT_EXPORT long syscall(long nr, ...)
 			return -1;
 		}
 		return kt_close_range_around((unsigned)a, (unsigned)b, (int)c);
+	case SYS_fcntl:
+		if (kt_is_kiln_fd((int)a)) {
+			errno = EBADF;
+			return -1;
+		}
+		return REAL(syscall, long (*)(long, ...))(nr, a, b, c, d, e, f);
 	case SYS_dup2:
 	case SYS_dup3: {
 		int de = kt_dup_target_ok((int)a, (int)b);

@@ -788,6 +788,20 @@ static int one(char **a, int n)
 		return 1;
 	}
 	if (!strcmp(c, "closefrom")) { closefrom(3); printf("closefrom 0 OK\n"); return 1; }
+	if (!strcmp(c, "open_fds") || !strcmp(c, "sys_open_fds")) {
+		/* the fds from 3 to 1023 that fcntl(F_GETFD) (or the syscall)
+		 * says are open: libbsd's test of closefrom does this */
+		int sys = c[0] == 's';
+		printf("%s", c);
+		for (int fd = 3; fd < 1024; fd++) {
+			errno = 0;
+			long r = sys ? syscall(SYS_fcntl, fd, F_GETFD) : fcntl(fd, F_GETFD);
+			if (r != -1 || errno != EBADF)
+				printf(" %d", fd);
+		}
+		printf("\n");
+		return 1;
+	}
 	if (!strcmp(c, "closeall")) {
 		for (int fd = 3; fd < 1024; fd++)
 			close(fd);
