@@ -134,6 +134,21 @@ def test_glob_drops_hidden(tree):
     assert f"{root}/vis/a" in found and f"{root}/ro/f" in found
     assert not [f for f in found if "/hid/" in f or f.endswith("/vis/c")]
     assert lines[1].split()[:2] == ["glob", "3"]  # GLOB_NOMATCH
+    # glob listed the directories: its results are asked as listing entries,
+    # one batch per directory, never looked up one by one as the program's
+    asked = srv.queries()
+    assert not [q for q in asked if q[1] == "query" and q[2].startswith(f"{root}/")
+                and q[2].count("/") > str(root).count("/") + 1], asked
+    dirs = sorted(q[2] for q in asked if q[1] == "dir")
+    assert dirs == sorted([f"{root}/{d}" for d in ("deep", "hid", "ro", "vis")] + [f"{root}/hid"])
+
+
+def test_glob_mark_and_relative_results(tree):
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, "glob_mark", "*/*", cwd=root)
+    found = lines[0].split()[2:]
+    assert "vis/sub/" in found and "vis/a" in found and "hid/dir/" not in found
+    assert not [f for f in found if f.startswith("hid/") or f == "vis/c"]
 
 
 # ---- processes ----------------------------------------------------------------

@@ -182,6 +182,21 @@ def test_perl_xs_dev_is_used_by_compiling_against_perls_headers(world):
     assert report(world)["unused"] == ["perl-xs-dev"], r.stderr
 
 
+def test_glob_results_are_listing_entries_not_findings(world, helper):
+    # glibc's glob lists the directory itself; the hidden names it found
+    # vanish as from readdir, and the program never looked them up (ld
+    # globs /etc/ld.so.conf.d for the .conf files of packages not declared)
+    hc = helper("hookcall")
+    r = trace(world, f"{hc} glob \"$SYS/usr/share/many/*\"; cat $SYS/usr/include/dep.h",
+              "--json", "-o", "r.json", deps="libdep-dev")
+    assert r.returncode == 0, r.stderr
+    assert "glob 3\n" in r.stdout  # GLOB_NOMATCH: every name is pkg-many's
+    rep = report(world)
+    assert [p["name"] for p in rep["packages"]] == [], r.stderr
+    assert rep["totals"]["entries_hidden"] == 13
+    assert rep["verdict"]["complete"], r.stderr
+
+
 def test_unused_not_claimed_for_a_failed_build(world):
     r = trace(world, "cat $SYS/usr/include/dep.h >/dev/null; exit 4", "--json", "-o", "r.json")
     assert r.returncode == 4

@@ -8,10 +8,10 @@
  *    DIR itself still serves dirfd/closedir), and telldir/seekdir/rewinddir
  *    keep that buffer consistent;
  *  - scandir filters glibc's result in one batch before the caller's filter
- *    and sort run;
- *  - nftw/ftw, fts_read, fts_children and glob drop hidden entries as glibc
- *    reports them (one question per entry; a hidden directory is not
- *    descended into). */
+ *    and sort run, glob its results, one batch per directory;
+ *  - nftw/ftw, fts_read and fts_children drop hidden entries as glibc
+ *    reports them (one question per entry, a stat as theirs; a hidden
+ *    directory is not descended into). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -626,27 +626,78 @@ KT_EXPORT FTSENT64 *fts64_children(FTS64 *f, int opts)
 
 /* ---- glob ---------------------------------------------------------------------- */
 
+/* Where the directory part of glob result p ends (a trailing '/' of
+ * GLOB_MARK is part of the name): its length, 0 for a name without one. */
+static size_t glob_dir_len(const char *p)
+{
+	size_t n = strlen(p);
+	if (n > 1 && p[n - 1] == '/')
+		n--;
+	while (n > 0 && p[n - 1] != '/')
+		n--;
+	return n;
+}
+
+/* glob reads the directories itself (glibc's internal opendir, which no hook
+ * sees): its results are entries of listings and are asked as such, a run
+ * of results of one directory in one batch. A hidden one vanishes as from
+ * readdir and is no finding of the program, which never looked it up (ld
+ * globs the .conf files of /etc/ld.so.conf.d). */
+#define GLOB_BATCH 256
+
 static int glob_filter(int r, size_t before, int flags, glob_t *g)
 {
 	if (r != 0)
 		return r;
-	size_t offs = (flags & GLOB_DOOFFS) ? g->gl_offs : 0;
-	size_t k = before;
-	for (size_t i = before; i < g->gl_pathc; i++) {
-		char *p = g->gl_pathv[offs + i];
-		int e = kt_check(AT_FDCWD, p, KILN_A_STAT, KILN_Q_NOFOLLOW, 0);
-		if (e == EIO) {
-			errno = EIO;
-			return GLOB_ABORTED;
+	char **v = g->gl_pathv + ((flags & GLOB_DOOFFS) ? g->gl_offs : 0);
+	size_t k = before, i = before;
+	int failed = 0;
+	while (i < g->gl_pathc && !failed) {
+		size_t dl = glob_dir_len(v[i]), n = 1;
+		while (i + n < g->gl_pathc && n < GLOB_BATCH && glob_dir_len(v[i + n]) == dl &&
+		       !strncmp(v[i + n], v[i], dl))
+			n++;
+		char dir[KT_PATH_BUF], abs[KT_PATH_BUF];
+		const char *names[GLOB_BATCH];
+		unsigned char hidden[GLOB_BATCH];
+		char *mark[GLOB_BATCH]; /* GLOB_MARK's '/', lifted while asking */
+		if (dl >= sizeof dir) {
+			failed = 1;
+			break;
 		}
-		if (e == ENOENT) {
-			free(p);
-			continue;
+		memcpy(dir, dl ? v[i] : ".", dl ? dl : 1);
+		dir[dl ? dl : 1] = '\0';
+		if (kt_path_at(AT_FDCWD, dir, abs) < 0) {
+			failed = 1;
+			break;
 		}
-		g->gl_pathv[offs + k++] = p;
+		for (size_t j = 0; j < n; j++) {
+			char *nm = v[i + j] + dl;
+			size_t nl = strlen(nm);
+			mark[j] = nl > 1 && nm[nl - 1] == '/' ? nm + nl - 1 : NULL;
+			if (mark[j])
+				*mark[j] = '\0';
+			names[j] = nm;
+		}
+		failed = kiln_ask_dir(abs, names, n, hidden) < 0;
+		for (size_t j = 0; j < n; j++) {
+			if (mark[j])
+				*mark[j] = '/';
+			if (!failed && hidden[j])
+				free(v[i + j]);
+			else
+				v[k++] = v[i + j];
+		}
+		i += n;
 	}
-	g->gl_pathv[offs + k] = NULL;
+	while (i < g->gl_pathc) /* what was not asked, kept for globfree */
+		v[k++] = v[i++];
+	v[k] = NULL;
 	g->gl_pathc = k;
+	if (failed) {
+		errno = EIO;
+		return GLOB_ABORTED;
+	}
 	if (k == before && !(flags & GLOB_NOCHECK))
 		return GLOB_NOMATCH;
 	return 0;

@@ -737,10 +737,10 @@ static int one(char **a, int n)
 		show_list(c, ok ? 0 : -1, ok);
 		return 2;
 	}
-	if (!strcmp(c, "glob")) {
+	if (!strcmp(c, "glob") || !strcmp(c, "glob_mark")) {
 		NEED(1);
 		glob_t g;
-		int r = glob(a[1], 0, NULL, &g);
+		int r = glob(a[1], c[4] ? GLOB_MARK : 0, NULL, &g);
 		for (size_t i = 0; r == 0 && i < g.gl_pathc; i++)
 			add_name(g.gl_pathv[i]);
 		if (r == 0)
