@@ -26,6 +26,7 @@
 #include "registry/fresh.h"
 #include "registry/registry.h"
 #include "trace/service/artifacts.h"
+#include "trace/service/build_type.h"
 #include "trace/service/buildenv.h"
 #include "trace/service/policy.h"
 #include "trace/service/rundir.h"
@@ -37,7 +38,7 @@
 enum {
 	OPT_DB = 1, OPT_DEPS, OPT_CONTROL, OPT_PROFILE, OPT_KEEP_ENV, OPT_ALLOW, OPT_READ, OPT_ASK,
 	OPT_OWNED, OPT_DENY, OPT_UNKNOWN, OPT_POLICY, OPT_REPORT_ONLY, OPT_STRICT, OPT_JSON, OPT_OUTPUT,
-	OPT_LOG, OPT_REPORT, OPT_NO_REFRESH, OPT_NO_CACHE, OPT_STATS, OPT_QUIET,
+	OPT_LOG, OPT_REPORT, OPT_NO_REFRESH, OPT_NO_CACHE, OPT_STATS, OPT_QUIET, OPT_BUILD_TYPE,
 };
 
 static const struct cliopt options[] = {
@@ -47,6 +48,16 @@ static const struct cliopt options[] = {
 	{ "deps", 0, "PKG[,PKG...]", OPT_DEPS, "declared dependencies (repeatable)" },
 	{ "deps-from-control", 0, "FILE", OPT_CONTROL,
 	  "declared dependencies = Build-Depends(-Arch,-Indep)\nof a debian/control file" },
+	{ "build-type", 0, "TYPE", OPT_BUILD_TYPE,
+	  "with --deps-from-control: what the build builds,\n"
+	  "as dpkg-buildpackage --build=TYPE (source, any,\n"
+	  "all, binary, full, or a list: any,all); without\n"
+	  "an architecture-independent part Build-Depends-\n"
+	  "Indep is left out (hidden), without an\n"
+	  "architecture-dependent one Build-Depends-Arch, as\n"
+	  "dpkg-checkbuilddeps and sbuild do (default: read\n"
+	  "from a dpkg-buildpackage or debuild command's -b,\n"
+	  "-B, -A, -S, --build=...; otherwise full)" },
 	{ "profile", 0, "chroot|host", OPT_PROFILE,
 	  "how the closure is computed (docs/profiles.md):\n"
 	  "chroot = what a clean buildd chroot would hold\n"
@@ -140,6 +151,8 @@ struct opts {
 	const char **deps;
 	size_t ndeps;
 	const char *control;
+	unsigned build_parts;        /* --build-type, or 0 */
+	const char *build_type_from; /* what decided build_parts */
 	bool profile_set;
 	enum registry_profile profile;
 	const char **keep_env;
@@ -253,6 +266,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case OPT_DB: o->db = val; break;
 		case OPT_CONTROL: o->control = val; break;
+		case OPT_BUILD_TYPE:
+			if (!(o->build_parts = build_type_parse(val)))
+				return cliopt_usage(&p, "--build-type takes source, any, all, binary, full "
+							"or a list of them (any,all), not '%s'", val);
+			o->build_type_from = "--build-type";
+			break;
 		case OPT_POLICY: o->policy_file = val; break;
 		case OPT_LOG: o->log = val; break;
 		case OPT_DEPS:
@@ -299,6 +318,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	if (!rest[0])
 		return cliopt_usage(&p, "no command given");
 	o->command = rest;
+	if (o->build_parts && !o->control)
+		return cliopt_usage(&p, "--build-type applies to --deps-from-control only");
+	if (!o->build_parts && (o->build_parts = build_type_of_command((const char *const *)rest)))
+		o->build_type_from = rest[0];
+	if (!o->build_parts)
+		o->build_parts = BUILD_FULL;
 	if (old_json && output)
 		return cliopt_usage(&p, "--json FILE (deprecated) and -o both name the JSON report's file");
 	if (old_json)
@@ -626,6 +651,7 @@ static int run_trace(struct opts *op)
 		size_t nlocales = env_locales(benv ? benv : environ, locales, 16);
 		struct trace_server_config cfg = {
 			.db = o.db, .deps = o.deps, .ndeps = o.ndeps, .control = o.control,
+			.build_parts = o.build_parts, .build_type_from = o.build_type_from,
 			.profile = o.profile, .locales = locales, .nlocales = nlocales,
 			.policy = &policy, .report_only = o.report_only, .json = o.json,
 			.log = o.log, .report = o.report, .socket = sock, .rundir = rundir,

@@ -314,6 +314,90 @@ def test_alternative_and_virtual_package_advice(world):
     assert pk["libb-dev"]["advice"] in r.stderr
 
 
+def build_type_run(w, *args):
+    """A fake dpkg-buildpackage that reads a file of an Indep dependency,
+    looks for a program of another in PATH, and stats an Arch dependency's
+    file, traced with debian/control's Build-Depends."""
+    control = w.build / "control"
+    control.write_text("Source: x\nBuild-Depends: libdep-dev\nBuild-Depends-Arch: pkg-stat\n"
+                       "Build-Depends-Indep: pkg-read, pkg-cmd\n")
+    fake = w.tmp / "fake" / "dpkg-buildpackage"
+    fake.parent.mkdir(exist_ok=True)
+    fake.write_text(f"#!/bin/sh\ncat {w.sys}/usr/include/read.h >/dev/null 2>&1\n"
+                    f"command -v lookme >/dev/null\n"
+                    f"test -e {w.sys}/usr/share/statpkg/file\nexit 0\n")
+    fake.chmod(0o755)
+    cmd_args, opts = list(args), []
+    if "--build-type" in args:
+        i = args.index("--build-type")
+        opts, cmd_args = list(args[i:i + 2]), list(args[:i] + args[i + 2:])
+    return run([w.kiln, "trace", "--db", w.db, "--ask", w.sys, "--deps-from-control", control,
+                "--profile", "host", "--json", "-o", "r.json", *opts, "--", fake, *cmd_args],
+               cwd=w.build, env=w.env)
+
+
+INDEP_OUT = ("Build-Depends-Indep left out, as dpkg-checkbuilddeps and sbuild leave it\n")
+
+
+@pytest.mark.parametrize("args,build_type,ranked,harmless,line", [
+    (("-B", "-uc"), "any", ["pkg-read"], ["pkg-cmd"], "  build type: any ({fake}'s options): " + INDEP_OUT),
+    (("-A",), "all", [], ["pkg-stat"], "  build type: all ({fake}'s options): Build-Depends-Arch left "
+                                       "out, as dpkg-checkbuilddeps and sbuild leave it\n"),
+    (("--build=source",), "source", ["pkg-read"], ["pkg-cmd", "pkg-stat"],
+     "  build type: source ({fake}'s options): Build-Depends-Arch and Build-Depends-Indep left out, "
+     "as dpkg-checkbuilddeps and sbuild leave them\n"),
+    (("-b",), "binary", [], [], None),
+    ((), "full", [], [], None),
+    (("-B", "--build-type", "binary"), "binary", [], [], None),
+    (("-b", "--build-type", "any"), "any", ["pkg-read"], ["pkg-cmd"], "  build type: any (--build-type): "
+                                                                      + INDEP_OUT),
+])
+def test_build_type_decides_which_fields_count(world, args, build_type, ranked, harmless, line):
+    r = build_type_run(world, *args)
+    assert r.returncode == 0, r.stderr
+    rep = report(world)
+    assert rep["build_type"] == build_type
+    pk = {p["name"]: p for p in rep["packages"]}
+    assert sorted(n for n, p in pk.items() if p["rank"]) == ranked, r.stderr
+    assert sorted(n for n, p in pk.items() if not p["rank"]) == harmless, r.stderr
+    for n in harmless:  # looked for and not needed: as in sbuild's chroot for this build
+        assert pk[n]["harmless"] == "build-type"
+    if "pkg-read" in ranked:  # needed: it belongs in Build-Depends
+        field = "Build-Depends-Arch or -Indep" if build_type == "source" else "Build-Depends-Indep"
+        assert pk["pkg-read"]["advice"] == (
+            f"pkg-read comes with {field} only, which a build of type "
+            f"{build_type} leaves out (sbuild does not install it): this build needs it, so it "
+            "belongs in Build-Depends")
+    fake = world.tmp / "fake" / "dpkg-buildpackage"
+    if line:
+        assert line.format(fake=fake) in r.stderr, r.stderr
+    else:
+        assert "build type:" not in r.stderr
+
+
+def test_build_type_line_only_when_a_field_was_left_out(world):
+    control = world.build / "control"
+    control.write_text("Source: x\nBuild-Depends: libdep-dev\n")
+    r = run([world.kiln, "trace", "--db", world.db, "--ask", world.sys, "--deps-from-control", control,
+             "--profile", "host", "--json", "-o", "r.json", "--build-type", "any", "--", "true"],
+            cwd=world.build)
+    assert r.returncode == 0, r.stderr
+    assert report(world)["build_type"] == "any"
+    assert "build type:" not in r.stderr
+
+
+def test_build_type_option_errors(world):
+    r = run([world.kiln, "trace", "--db", world.db, "--build-type", "arch", "--deps-from-control",
+             world.build / "control", "--", "true"], cwd=world.build)
+    assert r.returncode == 2 and "--build-type takes source, any, all, binary, full" in r.stderr
+    r = run([world.kiln, "trace", "--db", world.db, "--build-type", "any", "--", "true"],
+            cwd=world.build)
+    assert r.returncode == 2 and "--build-type applies to --deps-from-control only" in r.stderr
+    # without a control file the JSON says nothing of a build type
+    r = trace(world, "true", "--json", "-o", "r.json", deps="libdep-dev")
+    assert report(world)["build_type"] is None
+
+
 def test_shortened_sections_say_where_the_rest_is(world):
     many = sorted(os.listdir(world.sys / "usr" / "share" / "many"))
     script = " ".join(f"test -e $SYS/usr/share/many/{f};" for f in many) + " true"

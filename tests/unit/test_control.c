@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "trace/service/build_type.h"
 #include "trace/service/control.h"
 #include "text_file.h"
 
@@ -105,11 +106,29 @@ static void control_file(void **state)
 		"Depends: not-a-build-dep\n";
 	const char *path = text_file(text);
 	struct dep_list l = { 0 };
-	assert_int_equal(control_build_depends(path, "amd64", NULL, &l, err, sizeof err), 0);
+	assert_int_equal(control_build_depends(path, "amd64", NULL, BUILD_FULL, &l, err, sizeof err), 0);
 	assert_string_equal(render(&l), "debhelper-compat,gcc-multilib,dpkg-dev,doc-tool,arch-tool");
 	dep_list_free(&l);
-	assert_int_equal(control_build_depends("/nonexistent/control", "amd64", NULL, &l, err,
-					       sizeof err), -1);
+	/* what dpkg-checkbuilddeps asks of each build type */
+	static const struct {
+		unsigned parts;
+		const char *want;
+		unsigned left_out;
+	} types[] = {
+		{ BUILD_ANY, "debhelper-compat,gcc-multilib,dpkg-dev,arch-tool", BUILD_ALL },
+		{ BUILD_ALL, "debhelper-compat,gcc-multilib,dpkg-dev,doc-tool", BUILD_ANY },
+		{ BUILD_SOURCE, "debhelper-compat,gcc-multilib,dpkg-dev", BUILD_ANY | BUILD_ALL },
+		{ BUILD_ANY | BUILD_ALL, "debhelper-compat,gcc-multilib,dpkg-dev,doc-tool,arch-tool", 0 },
+	};
+	for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+		assert_int_equal(control_build_depends(path, "amd64", NULL, types[i].parts, &l, err,
+						       sizeof err), 0);
+		assert_string_equal(render(&l), types[i].want);
+		assert_int_equal(l.left_out, types[i].left_out);
+		dep_list_free(&l);
+	}
+	assert_int_equal(control_build_depends("/nonexistent/control", "amd64", NULL, BUILD_FULL, &l,
+					       err, sizeof err), -1);
 	assert_non_null(strstr(err, "/nonexistent/control"));
 }
 

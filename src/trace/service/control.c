@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "trace/service/build_type.h"
+
 const char *deps_host_arch(void)
 {
 #if defined(__x86_64__) && defined(__ILP32__)
@@ -221,17 +223,27 @@ int deps_parse_field(const char *value, const char *arch, const char *profiles,
 	return 0;
 }
 
-static bool is_build_depends(const char *field, size_t n)
+static bool is_build_depends(const char *field, size_t n, unsigned parts, unsigned *left_out)
 {
-	static const char *const names[] = { "Build-Depends", "Build-Depends-Arch",
-					     "Build-Depends-Indep" };
+	static const struct {
+		const char *name;
+		unsigned needed_by;
+	} fields[] = {
+		{ "Build-Depends", BUILD_FULL },
+		{ "Build-Depends-Arch", BUILD_ANY },
+		{ "Build-Depends-Indep", BUILD_ALL },
+	};
 	for (size_t i = 0; i < 3; i++)
-		if (strlen(names[i]) == n && !strncasecmp(field, names[i], n))
-			return true;
+		if (strlen(fields[i].name) == n && !strncasecmp(field, fields[i].name, n)) {
+			if (parts & fields[i].needed_by)
+				return true;
+			*left_out |= fields[i].needed_by;
+			return false;
+		}
 	return false;
 }
 
-int control_build_depends(const char *file, const char *arch, const char *profiles,
+int control_build_depends(const char *file, const char *arch, const char *profiles, unsigned parts,
 			  struct dep_list *out, char *err, size_t errlen)
 {
 	FILE *f = fopen(file, "re");
@@ -271,7 +283,7 @@ int control_build_depends(const char *file, const char *arch, const char *profil
 				rc = -1;
 				break;
 			}
-			in_field = is_build_depends(line, (size_t)(colon - line));
+			in_field = is_build_depends(line, (size_t)(colon - line), parts, &out->left_out);
 			if (!in_field)
 				continue;
 			memmove(line, colon + 1, strlen(colon + 1) + 1);

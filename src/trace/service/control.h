@@ -16,6 +16,8 @@ struct dep_group {       /* "a | b | c": any one of them */
 struct dep_list {
 	struct dep_group *groups;
 	size_t n;
+	unsigned left_out; /* control_build_depends: BUILD_ANY for a Build-Depends-Arch
+			    * field the build type left out, BUILD_ALL for -Indep */
 };
 
 /* Parses one relationship field value for host architecture `arch` (e.g.
@@ -25,9 +27,10 @@ struct dep_list {
 int deps_parse_field(const char *value, const char *arch, const char *profiles,
 		     struct dep_list *out, char *err, size_t errlen);
 
-/* Reads Build-Depends, Build-Depends-Arch and Build-Depends-Indep from the
- * source paragraph of `file`. */
-int control_build_depends(const char *file, const char *arch, const char *profiles,
+/* Reads from the source paragraph of `file` what a build of type `parts`
+ * (build_type.h) needs: Build-Depends, Build-Depends-Arch with BUILD_ANY,
+ * Build-Depends-Indep with BUILD_ALL. */
+int control_build_depends(const char *file, const char *arch, const char *profiles, unsigned parts,
 			  struct dep_list *out, char *err, size_t errlen);
 
 void dep_list_free(struct dep_list *l);

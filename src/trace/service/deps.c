@@ -76,6 +76,31 @@ int trace_deps_closure_named(struct kiln_registry *reg, enum registry_profile pr
 	return rc;
 }
 
+int trace_deps_left_out(struct kiln_registry *reg, enum registry_profile profile,
+			const char *const *names, size_t n, const struct dep_list *all,
+			const struct registry_pkgset *closure, struct pathtab *out, char *err,
+			size_t errlen)
+{
+	struct registry_pkgset wide = { 0 };
+	int rc = trace_deps_closure(reg, profile, names, n, all, NULL, &wide, err, errlen);
+	for (size_t i = 0; rc == 0 && i < wide.n; i++) {
+		char name[256];
+		if (registry_pkgset_has(closure, wide.ids[i]) ||
+		    !registry_package_name(reg, wide.ids[i], name, sizeof name))
+			continue;
+		bool added;
+		void **slot = pathtab_put(out, name, strlen(name), &added);
+		if (!slot) {
+			snprintf(err, errlen, "out of memory");
+			rc = -1;
+		} else {
+			*slot = out; /* any non-NULL value */
+		}
+	}
+	registry_pkgset_free(&wide);
+	return rc;
+}
+
 static int owner(void *ctx, const char *path, char *pkg, size_t pkglen)
 {
 	struct registry_oracle *ro = ctx;

@@ -8,6 +8,7 @@
 
 #include "registry/registry.h"
 #include "trace/service/control.h"
+#include "trace/service/pathtab.h"
 #include "trace/service/sandbox.h"
 
 /* The closure under `profile` (docs/profiles.md) of `names` (each must be
@@ -22,6 +23,14 @@
 int trace_deps_closure(struct kiln_registry *reg, enum registry_profile profile,
 		       const char *const *names, size_t n, const struct dep_list *control,
 		       FILE *warn, struct registry_pkgset *out, char *err, size_t errlen);
+
+/* The packages that the dependencies of `all` (debian/control with every
+ * field) bring beyond `closure` (the same without the fields the build type
+ * leaves out): their names, into `out`. */
+int trace_deps_left_out(struct kiln_registry *reg, enum registry_profile profile,
+			const char *const *names, size_t n, const struct dep_list *all,
+			const struct registry_pkgset *closure, struct pathtab *out, char *err,
+			size_t errlen);
 
 /* The same, also returning the names actually declared (the --deps names,
  * the alternative chosen in each group, build-essential) in *declared (an

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "registry/query.h"
+#include "trace/service/build_type.h"
 #include "trace/service/unused.h"
 
 #define MAX_OWNER_LOOKUPS 2000 /* hidden nodes whose owners are looked up again */
@@ -340,6 +341,17 @@ static void advise(struct diag_group *g, const struct diag_input *in)
 	g->write = strdup(g->name);
 	if (!in->reg || !in->control || g->reason != SBX_HIDDEN_PKG)
 		return;
+	unsigned lo = in->log->build_left_out;
+	if (lo && pathtab_get(&in->log->left_out, g->name, strlen(g->name))) {
+		g->advice = fmt("%s comes with %s only, which a build of type %s leaves out (sbuild "
+				"does not install it): this build needs it, so it belongs in "
+				"Build-Depends", g->name,
+				lo == BUILD_ALL ? "Build-Depends-Indep"
+				: lo == BUILD_ANY ? "Build-Depends-Arch"
+						  : "Build-Depends-Arch or -Indep",
+				build_type_name(in->log->build_parts));
+		return;
+	}
 	int64_t self = package_id(in->reg, g->name);
 	for (size_t i = 0; i < in->control->n && !g->advice; i++) {
 		const struct dep_group *dg = &in->control->groups[i];

@@ -16,6 +16,14 @@ const struct trace_probe trace_probe_absent = {
 	.strongest = EV_ABSENT,
 };
 
+const struct trace_probe trace_probe_build_type = {
+	.id = "build-type",
+	.what = "declared in a Build-Depends field this build type leaves out (Build-Depends-Indep "
+		"in a -B build), which sbuild does not install for it either; the build only "
+		"looked for it",
+	.strongest = EV_COMMAND,
+};
+
 #define LIST(...) ((const char *const[]){ __VA_ARGS__, NULL })
 
 const struct trace_probe trace_probes[] = {

@@ -21,6 +21,11 @@ struct trace_probe {
 /* The probe class of names that do not exist (EV_ABSENT): always harmless. */
 extern const struct trace_probe trace_probe_absent;
 
+/* A package that only a Build-Depends field the build type leaves out
+ * declares (Build-Depends-Indep in a -B build), looked for and not used:
+ * sbuild does not install it for that build either. */
+extern const struct trace_probe trace_probe_build_type;
+
 /* The list, ended by an entry whose id is NULL. */
 extern const struct trace_probe trace_probes[];
 

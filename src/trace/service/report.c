@@ -4,6 +4,7 @@
 #include "util/utf8.h"
 
 #include "common/outfile.h"
+#include "trace/service/build_type.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -317,6 +318,20 @@ void tracelog_write_text(const struct tracelog *t, const struct trace_diagnosis 
 	}
 	fprintf(out, "%s (closure with the Essential packages: %zu packages)\n",
 		t->ndeclared ? "" : " nothing", t->closure_size);
+	unsigned bp = t->build_parts, lo = t->build_left_out;
+	if (lo) {
+		fprintf(out, "  build type: %s (", build_type_name(bp));
+		if (t->build_type_from && !strcmp(t->build_type_from, "--build-type"))
+			fputs("--build-type", out);
+		else {
+			put_text_cstr(out, t->build_type_from ? t->build_type_from : "?");
+			fputs("'s options", out);
+		}
+		bool both = lo == (BUILD_ANY | BUILD_ALL);
+		fprintf(out, "): %s%s%s left out, as dpkg-checkbuilddeps and sbuild leave %s\n",
+			lo & BUILD_ANY ? "Build-Depends-Arch" : "", both ? " and " : "",
+			lo & BUILD_ALL ? "Build-Depends-Indep" : "", both ? "them" : "it");
+	}
 	print_build(out, d->exit_status);
 	fprintf(out, "  %s: %zu path%s, from %zu package%s outside the dependency closure "
 		"(%zu ranked, %zu known harmless probes only)\n",
@@ -676,6 +691,10 @@ int tracelog_write_json(const struct tracelog *t, const struct trace_diagnosis *
 		json_cstr(f, t->declared[i]);
 	}
 	fprintf(f, "],\"closure_packages\":%zu,", t->closure_size);
+	if (t->build_parts)
+		fprintf(f, "\"build_type\":\"%s\",", build_type_name(t->build_parts));
+	else
+		fputs("\"build_type\":null,", f);
 	fputs("\n\"hidden\":", f);
 	json_findings(f, t, hid, t->hidden.n, true, build_dir);
 	fputs(",\n\"refused_writes\":", f);

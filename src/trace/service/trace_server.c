@@ -14,6 +14,7 @@
 
 #include "common/outfile.h"
 #include "server/server.h"
+#include "trace/service/build_type.h"
 #include "trace/service/control.h"
 #include "trace/service/data_plans.h"
 #include "trace/service/deps.h"
@@ -123,7 +124,7 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 		goto fail;
 	if (cfg->control &&
 	    control_build_depends(cfg->control, deps_host_arch(), getenv("DEB_BUILD_PROFILES"),
-				  &control, err, sizeof err) < 0)
+				  cfg->build_parts, &control, err, sizeof err) < 0)
 		goto fail;
 	if (trace_deps_closure_named(reg, cfg->profile, cfg->deps, cfg->ndeps, cfg->control ? &control : NULL,
 				     stderr, &closure, &declared, &ndeclared, err, sizeof err) < 0)
@@ -142,6 +143,20 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	}
 	ts->log.declared = declared;
 	ts->log.ndeclared = ndeclared;
+	ts->log.build_parts = cfg->control ? cfg->build_parts : 0;
+	ts->log.build_left_out = control.left_out;
+	if (control.left_out) {
+		struct dep_list all = { 0 };
+		int lo = control_build_depends(cfg->control, deps_host_arch(), getenv("DEB_BUILD_PROFILES"),
+					       BUILD_FULL, &all, err, sizeof err);
+		if (lo == 0)
+			lo = trace_deps_left_out(reg, cfg->profile, cfg->deps, cfg->ndeps, &all, &closure,
+						 &ts->log.left_out, err, sizeof err);
+		dep_list_free(&all);
+		if (lo < 0)
+			goto fail;
+	}
+	ts->log.build_type_from = cfg->build_type_from;
 	ts->log.closure_size = closure.n;
 	if (cfg->cache && !cfg->report_only) {
 		if (verdict_cache_create(&vc, cfg->cache, &ts->sbx, err, sizeof err) < 0)

@@ -21,6 +21,8 @@ struct trace_server_config {
 	const char *const *deps;     /* --deps names */
 	size_t ndeps;
 	const char *control;         /* --deps-from-control file, or NULL */
+	unsigned build_parts;        /* what the build builds (build_type.h): which of its fields */
+	const char *build_type_from; /* "--build-type", "dpkg-buildpackage -B", or NULL (the default) */
 	enum registry_profile profile; /* how the closure is computed */
 	struct policy *policy;       /* compiled; the server adds the closure's
 				      * postinst directories (postinst_dirs.h) */

@@ -36,6 +36,7 @@ void tracelog_free(struct tracelog *t)
 	pathtab_free(&t->probes, free_finding);
 	pathtab_free(&t->unknown, free_finding);
 	pathtab_free(&t->unhidden, free_finding);
+	pathtab_free(&t->left_out, NULL);
 	for (size_t i = 0; i < t->nevents; i++)
 		free(t->events[i].path);
 	free(t->events);
@@ -75,6 +76,9 @@ static void weigh(const struct tracelog *t, struct trace_finding *f, const char 
 	if (client >= 0 && (size_t)client < t->nclients)
 		trace_program_name(t->clients[client].cmdline, t->clients[client].len, prog, sizeof prog);
 	const struct trace_probe *probe = trace_probe_match(path, node, ev, prog);
+	if (!probe && ev >= trace_probe_build_type.strongest && f->pkg[0] &&
+	    pathtab_get(&t->left_out, f->pkg, strlen(f->pkg)))
+		probe = &trace_probe_build_type;
 	struct trace_proof *p = probe ? &f->harmless : &f->counts;
 	if ((int)ev >= p->ev)
 		return;

@@ -84,6 +84,10 @@ struct tracelog {
 	double server_cpu;       /* seconds of CPU the server used (set at the end) */
 	const char *const *declared; /* the declared dependencies (not owned) */
 	size_t ndeclared, closure_size;
+	unsigned build_parts;        /* of a --deps-from-control build (build_type.h), else 0 */
+	unsigned build_left_out;     /* BUILD_ANY, BUILD_ALL: fields of debian/control left out */
+	struct pathtab left_out;     /* names of the packages only those fields bring (value: 1) */
+	const char *build_type_from; /* what told it (not owned) */
 	struct trace_cache_figures cache; /* set at the end */
 	const uint64_t *cache_pids;  /* bitmap of pids that used the verdict cache (not owned) */
 	size_t cache_pid_words;
