@@ -421,6 +421,23 @@ def test_kilns_fds_look_closed_to_fcntl(tree, check):
                      "stat 0 OK"], err
 
 
+@pytest.mark.parametrize("lister,where", [("readdir", "/proc/self/fd"), ("readdir", "/dev/fd"),
+                                          ("scandir", "/proc/self/fd"),
+                                          ("getdents64", "/proc/self/fd"),
+                                          ("sys_getdents64", "/proc/self/fd"),
+                                          ("glob", "/proc/self/fd/*"),
+                                          ("readdir", "/proc/thread-self/fd")])
+def test_kilns_fds_are_not_in_the_programs_fd_listing(tree, lister, where):
+    """A test suite comparing its open fds before and after an operation
+    lists /proc/self/fd: kiln's connection and map are not the program's."""
+    root, srv, _ = tree
+    lines, err = hookcall(srv.path, "stat", f"{root}/vis/a", "open_fds", lister, where)
+    assert lines[0] == "stat 0 OK"
+    names = [n.rsplit("/", 1)[-1] for n in lines[2].split()[3 if lister != "glob" else 2:]]
+    assert names and all(n.isdigit() for n in names), lines
+    assert not [n for n in names if int(n) >= 100], lines
+
+
 def test_hook_before_kilns_constructor(tree, tmp_path):
     """Another preloaded library's constructor runs before kiln's and calls
     stat(): kiln initialises on that first call and answers correctly."""
