@@ -311,7 +311,7 @@ void kt_cache_move_fd(void);
  * question. */
 void kt_cache_after_fork(void);
 /* Look up the real functions now, before a child exists: the exec family
- * (fork and vfork hooks), and close, dup2 and dup3 (vfork hook: a vfork
+ * (fork and vfork hooks), and close, dup2, dup3 and fcntl (vfork hook: a vfork
  * child must not call dlsym, which locks and may allocate in the parent's
  * memory). */
 void kt_exec_resolve(void);

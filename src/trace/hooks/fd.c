@@ -2,8 +2,9 @@
  * survive programs that close or reuse every descriptor: close, close_range,
  * closefrom, dup2 and dup3 leave them alone. To the program they look like
  * descriptors that are not open (EBADF), to fcntl too: a program that
- * checks what closefrom left open (libbsd's test suite) finds nothing. Also fork, whose child forgets the
- * parent's connections (vfork is in vfork.c). */
+ * checks what closefrom left open (libbsd's test suite) finds nothing.
+ * Also fork, whose child forgets the parent's connections (vfork is in
+ * vfork.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -147,6 +148,8 @@ void kt_fd_resolve(void)
 	kt_real(&real_close, "close");
 	kt_real(&real_dup2, "dup2");
 	kt_real(&real_dup3, "dup3");
+	kt_real(&real_fcntl, "fcntl");
+	kt_real(&real_fcntl64, "fcntl64");
 }
 
 KT_EXPORT pid_t fork(void)
