@@ -188,13 +188,22 @@ def test_glob_results_are_listing_entries_not_findings(world, helper):
     # globs /etc/ld.so.conf.d for the .conf files of packages not declared)
     hc = helper("hookcall")
     r = trace(world, f"{hc} glob \"$SYS/usr/share/many/*\"; cat $SYS/usr/include/dep.h",
-              "--json", "-o", "r.json", deps="libdep-dev")
+              "--json", "-o", "r.json", "--log", "paths.log", deps="libdep-dev")
     assert r.returncode == 0, r.stderr
     assert "glob 3\n" in r.stdout  # GLOB_NOMATCH: every name is pkg-many's
     rep = report(world)
     assert [p["name"] for p in rep["packages"]] == [], r.stderr
     assert rep["totals"]["entries_hidden"] == 13
     assert rep["verdict"]["complete"], r.stderr
+    # glob listed the directory: --log says so, as for ls
+    log = (world.build / "paths.log").read_text().splitlines()
+    assert [l for l in log if l.endswith(f" {world.sys}/usr/share/many")][0].startswith("----l--")
+    # a hidden directory glob listed is evidence, as ls's listing of it is
+    r = trace(world, f"{hc} glob \"$SYS/usr/share/dirpkg/*\"", "--json", "-o", "r.json",
+              deps="libdep-dev")
+    assert "glob 3\n" in r.stdout
+    pk = {p["name"]: p for p in report(world)["packages"]}
+    assert pk["pkg-dir"]["evidence"] == "directory", r.stderr
 
 
 def test_unused_not_claimed_for_a_failed_build(world):

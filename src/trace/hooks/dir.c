@@ -724,6 +724,9 @@ static int glob_filter(int r, size_t before, int flags, glob_t *g)
 			failed = 1;
 			break;
 		}
+		/* glob listed it, as opendir would have: a LIST question (and a
+		 * line of --log); a hidden directory hides all it holds. */
+		int le = kt_check(AT_FDCWD, dir, KILN_A_LIST, 0, 0);
 		for (size_t j = 0; j < n; j++) {
 			char *nm = v[i + j] + dl;
 			size_t nl = strlen(nm);
@@ -731,8 +734,9 @@ static int glob_filter(int r, size_t before, int flags, glob_t *g)
 			if (mark[j])
 				*mark[j] = '\0';
 			names[j] = nm;
+			hidden[j] = 1;
 		}
-		failed = ask_dir(abs, names, n, hidden) < 0;
+		failed = le == EIO || (!le && ask_dir(abs, names, n, hidden) < 0);
 		for (size_t j = 0; j < n; j++) {
 			if (mark[j])
 				*mark[j] = '/';
