@@ -52,11 +52,12 @@ static int is_dot(const char *nm)
 	return nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2]));
 }
 
-static const char *skip_digits(const char *p)
+/* The number of up to 9 digits at p into *v: where it ends, NULL if none. */
+static const char *number(const char *p, long *v)
 {
 	const char *s = p;
-	while (*s >= '0' && *s <= '9' && s - p < 10)
-		s++;
+	for (*v = 0; *s >= '0' && *s <= '9' && s - p < 9; s++)
+		*v = *v * 10 + (*s - '0');
 	return s > p ? s : NULL;
 }
 
@@ -69,15 +70,11 @@ static bool own_fd_dir(const char *dir)
 		return true;
 	if (strncmp(dir, "/proc/", 6))
 		return false;
-	const char *p = skip_digits(dir + 6);
+	long pid, tid;
+	const char *p = number(dir + 6, &pid);
 	if (p && !strncmp(p, "/task/", 6))
-		p = skip_digits(p + 6);
-	if (!p || strcmp(p, "/fd"))
-		return false;
-	long pid = 0;
-	for (const char *s = dir + 6; *s >= '0' && *s <= '9'; s++)
-		pid = pid * 10 + (*s - '0');
-	return pid == kt_getpid();
+		p = number(p + 6, &tid);
+	return p && !strcmp(p, "/fd") && pid == kt_getpid();
 }
 
 /* kiln_ask_dir, and kiln's own fds left out of a listing of this process's
@@ -91,13 +88,9 @@ static int ask_dir(const char *dir, const char *const *names, size_t n, unsigned
 	if (!own_fd_dir(dir))
 		return 0;
 	for (size_t i = 0; i < n; i++) {
-		const char *end = skip_digits(names[i]);
-		if (!end || *end)
-			continue;
-		int fd = 0;
-		for (const char *s = names[i]; s < end; s++)
-			fd = fd * 10 + (*s - '0');
-		if (kt_is_kiln_fd(fd))
+		long fd;
+		const char *end = number(names[i], &fd);
+		if (end && !*end && kt_is_kiln_fd((int)fd))
 			hidden[i] = 1;
 	}
 	return 0;

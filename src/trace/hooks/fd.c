@@ -77,19 +77,24 @@ KT_EXPORT void closefrom(int lowfd)
 	kt_close_range_around((unsigned)lowfd, ~0u, 0);
 }
 
-/* The third argument, when the command has one, is an int or a pointer:
- * passed on as glibc reads it. */
+/* fcntl and fcntl64. The third argument, when the command has one, is an
+ * int or a pointer: passed on as glibc reads it. */
+static int fcntl_through(void *_Atomic *real, const char *name, int fd, int cmd, void *arg)
+{
+	if (kt_is_kiln_fd(fd)) {
+		errno = EBADF;
+		return -1;
+	}
+	return ((int (*)(int, int, ...))kt_real(real, name))(fd, cmd, arg);
+}
+
 KT_EXPORT int fcntl(int fd, int cmd, ...)
 {
 	va_list ap;
 	va_start(ap, cmd);
 	void *arg = va_arg(ap, void *);
 	va_end(ap);
-	if (kt_is_kiln_fd(fd)) {
-		errno = EBADF;
-		return -1;
-	}
-	return REAL(fcntl, int (*)(int, int, ...))(fd, cmd, arg);
+	return fcntl_through(&real_fcntl, "fcntl", fd, cmd, arg);
 }
 
 KT_EXPORT int fcntl64(int fd, int cmd, ...)
@@ -98,11 +103,7 @@ KT_EXPORT int fcntl64(int fd, int cmd, ...)
 	va_start(ap, cmd);
 	void *arg = va_arg(ap, void *);
 	va_end(ap);
-	if (kt_is_kiln_fd(fd)) {
-		errno = EBADF;
-		return -1;
-	}
-	return REAL(fcntl64, int (*)(int, int, ...))(fd, cmd, arg);
+	return fcntl_through(&real_fcntl64, "fcntl64", fd, cmd, arg);
 }
 
 int kt_dup_target_ok(int oldfd, int newfd)

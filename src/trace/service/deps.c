@@ -84,7 +84,7 @@ int trace_deps_left_out(struct kiln_registry *reg, enum registry_profile profile
 	struct registry_pkgset wide = { 0 };
 	int rc = trace_deps_closure(reg, profile, names, n, all, NULL, &wide, err, errlen);
 	for (size_t i = 0; rc == 0 && i < wide.n; i++) {
-		char name[256];
+		char name[SBX_PKG_MAX];
 		if (registry_pkgset_has(closure, wide.ids[i]) ||
 		    !registry_package_name(reg, wide.ids[i], name, sizeof name))
 			continue;
