@@ -246,10 +246,9 @@ static long open_ident(const struct kiln_binding *b, const struct kt_opener *o)
 
 /* ---- the bound open ------------------------------------------------------- */
 
-long kt_open_bound_q(const struct kt_opener *o, struct kt_question *q, int n, unsigned access,
-		     unsigned qflags, unsigned *how_used)
+static long open_bound(const struct kt_opener *o, struct kt_question *q, int n, int tail,
+		       unsigned access, unsigned qflags, unsigned *how_used)
 {
-	int tail = o->path && kt_path_follows_tail(o->path);
 	if (tail)
 		qflags &= ~KILN_Q_NOFOLLOW;
 	long r = -ENOENT;
@@ -290,8 +289,16 @@ long kt_open_bound(const struct kt_opener *o, unsigned access, unsigned qflags, 
 	if (!o->path || !o->path[0])
 		return call(o, o->flags); /* EFAULT / ENOENT: the kernel says so */
 	struct kt_question q;
-	int n = kt_path_at(o->dirfd, o->path, q.path);
+	int tail;
+	int n = kt_path_at_tail(o->dirfd, o->path, q.path, &tail);
 	if (n < 0)
 		return n;
-	return kt_open_bound_q(o, &q, n, access, qflags, how_used);
+	return open_bound(o, &q, n, tail, access, qflags, how_used);
+}
+
+long kt_open_bound_q(const struct kt_opener *o, struct kt_question *q, int n, unsigned access,
+		     unsigned qflags, unsigned *how_used)
+{
+	return open_bound(o, q, n, o->path && kt_path_follows_tail(o->path), access, qflags,
+			  how_used);
 }

@@ -23,13 +23,17 @@ int kt_verdict_errno(int verdict, unsigned access)
 	}
 }
 
-int kt_path_follows_tail(const char *path)
+int kt_path_tail_n(const char *path, size_t len)
 {
 	/* "link/" and "link/." make the kernel follow the link; the clean
 	 * path sent drops both, so say it. */
-	size_t len = strlen(path);
 	return len && (path[len - 1] == '/' ||
 		       (path[len - 1] == '.' && (len == 1 || path[len - 2] == '/')));
+}
+
+int kt_path_follows_tail(const char *path)
+{
+	return kt_path_tail_n(path, strlen(path));
 }
 
 int kt_check(int dirfd, const char *path, unsigned access, unsigned qflags, int atflags)
@@ -39,14 +43,15 @@ int kt_check(int dirfd, const char *path, unsigned access, unsigned qflags, int 
 		return 0; /* the real call reports EFAULT / ENOENT */
 	if (!path[0]) /* AT_EMPTY_PATH: the fd itself, checked when opened */
 		return writes ? kt_check_fd_write(dirfd, access) : 0;
-	if (atflags & AT_SYMLINK_NOFOLLOW)
-		qflags |= KILN_Q_NOFOLLOW;
-	if (kt_path_follows_tail(path))
-		qflags &= ~KILN_Q_NOFOLLOW;
 	struct kt_question q;
-	int n = kt_path_at(dirfd, path, q.path);
+	int tail;
+	int n = kt_path_at_tail(dirfd, path, q.path, &tail);
 	if (n < 0)
 		return -n;
+	if (atflags & AT_SYMLINK_NOFOLLOW)
+		qflags |= KILN_Q_NOFOLLOW;
+	if (tail)
+		qflags &= ~KILN_Q_NOFOLLOW;
 	return kt_verdict_errno(kt_ask_question(&q, (size_t)n, access, qflags), access);
 }
 

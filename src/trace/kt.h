@@ -91,6 +91,9 @@ int kt_path_join(const char *base, const char *rel, char *out);
  * directory, read with a raw getcwd; else the fd's path from /proc/self/fd).
  * Returns the length or a negative errno. */
 int kt_path_at(int dirfd, const char *path, char *out);
+/* The same, and *tail (may be NULL) = kt_path_follows_tail(path), found
+ * in the same pass over `path`. */
+int kt_path_at_tail(int dirfd, const char *path, char *out, int *tail);
 
 /* Path of an open fd (readlink of /proc/self/fd/N). Length or -errno. */
 int kt_fd_path(int fd, char *out);
@@ -145,6 +148,8 @@ unsigned kt_fopen_qflags(const char *mode);
 /* True when a path's last component is followed whatever the call says:
  * "link/", "link/." and "." (the clean path sent drops them). */
 int kt_path_follows_tail(const char *path);
+/* The same of the first len bytes of path. */
+int kt_path_tail_n(const char *path, size_t len);
 
 /* ---- bind.c: opening what was checked (issue 9, class 5) --------------- */
 

@@ -120,7 +120,9 @@ static void reference_clean(const char *base, const char *rel, char *out)
 static void test_join_against_reference(void **state)
 {
 	(void)state;
-	static const char *const piece[] = { "a", "bc", ".", "..", ".x", "...", "", "x.", "/" };
+	static const char *const piece[] = { "a", "bc", ".", "..", ".x", "...", "", "x.", "/",
+					     "abcdefghi" };
+	const unsigned npiece = sizeof piece / sizeof *piece;
 	unsigned seed = 12345;
 	for (int t = 0; t < 20000; t++) {
 		char base[256] = "", rel[256] = "";
@@ -131,7 +133,7 @@ static void test_join_against_reference(void **state)
 			if (which == 0 || ((seed >> 8) & 1))
 				dst[at++] = '/';
 			for (int i = 0; i < n; i++) {
-				const char *pc = piece[((seed = seed * 1103515245u + 12345u) >> 16) % 9];
+				const char *pc = piece[((seed = seed * 1103515245u + 12345u) >> 16) % npiece];
 				at += (size_t)snprintf(dst + at, sizeof base - at, "%s%s", pc,
 						       i + 1 < n || ((seed >> 4) & 1) ? "/" : "");
 			}
@@ -141,7 +143,43 @@ static void test_join_against_reference(void **state)
 		reference_clean(base, rel, want);
 		assert_int_equal(len, (int)strlen(want));
 		assert_string_equal(got, want);
+		/* The tail found in the cleaning pass is the one a strlen finds. */
+		int tail = -1;
+		assert_int_equal(kt_path_at_tail(AT_FDCWD, rel, got, &tail), kt_path_at(AT_FDCWD, rel, want));
+		assert_string_equal(got, want);
+		assert_int_equal(tail, kt_path_follows_tail(rel));
 	}
+}
+
+static void tail_is(const char *path, int want)
+{
+	char out[KT_PATH_BUF];
+	int tail = -1;
+	assert_true(kt_path_at_tail(AT_FDCWD, path, out, &tail) > 0);
+	assert_int_equal(tail, want);
+	assert_int_equal(kt_path_follows_tail(path), want);
+}
+
+/* "link/", "link/." and "." make the kernel follow the last component. */
+static void test_tail(void **state)
+{
+	(void)state;
+	tail_is("x", 0);
+	tail_is("x/", 1);
+	tail_is("x/.", 1);
+	tail_is("x/..", 0);
+	tail_is("x.", 0);
+	tail_is(".", 1);
+	tail_is("./", 1);
+	tail_is("/", 1);
+	tail_is("/usr/lib/", 1);
+	tail_is("/usr/lib/.", 1);
+	tail_is("/usr/lib", 0);
+	tail_is("/usr//lib", 0);
+	tail_is("/usr/./lib", 0);
+	tail_is("abcdefgh/", 1);
+	tail_is("abcdefgh", 0);
+	tail_is("", 0);
 }
 
 int main(void)
@@ -152,6 +190,7 @@ int main(void)
 		cmocka_unit_test(test_at_cwd_and_fd),
 		cmocka_unit_test(test_at_base_in_place),
 		cmocka_unit_test(test_join_against_reference),
+		cmocka_unit_test(test_tail),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
