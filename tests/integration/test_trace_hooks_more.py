@@ -147,6 +147,35 @@ def test_glob_drops_hidden(tree):
     assert listed == sorted(f"{root}/{d}" for d in ("deep", "hid", "hid", "ro", "vis"))
 
 
+def test_glob_of_only_hidden_matches_is_glob_of_nothing(tree):
+    """Every match hidden: glob answers as when nothing is there. GLOB_NOCHECK
+    gives the pattern back, GLOB_NOMAGIC a pattern without magic; otherwise
+    GLOB_NOMATCH. Each pattern against one naming something truly absent."""
+    root, srv, _ = tree
+    cases = [
+        ("glob_nocheck", "hid/*", "absent/*"),        # a hidden directory
+        ("glob_nocheck", "vis/[c]", "vis/[z]"),       # a hidden file among visible ones
+        ("glob_nocheck", "*/[c]", "*/[z]"),
+        ("glob_nocheck", "hid/b", "absent/b"),        # no magic
+        ("glob_nomagic", "vis/c", "vis/zz"),
+        ("glob_nomagic", "hid/b", "absent/b"),
+        ("glob_nomagic", "hid/*", "absent/*"),        # magic: GLOB_NOMATCH
+        ("glob", "vis/[c]", "vis/[z]"),
+        ("glob", "vis/c", "vis/zz"),
+    ]
+    args = []
+    for cmd, hidden, absent in cases:
+        args += [cmd, f"{root}/{hidden}", cmd, f"{root}/{absent}"]
+    lines, _ = hookcall(srv.path, *args)
+    assert len(lines) == 2 * len(cases), lines
+    for n, (cmd, hidden, absent) in enumerate(cases):
+        got_h = lines[2 * n].replace(f"{root}/{hidden}", "PATTERN")
+        got_a = lines[2 * n + 1].replace(f"{root}/{absent}", "PATTERN")
+        assert got_h == got_a, (cmd, hidden, lines[2 * n], lines[2 * n + 1])
+    assert lines[0] == "glob 0 PATTERN".replace("PATTERN", f"{root}/hid/*")
+    assert lines[12].split()[:2] == ["glob", "3"]
+
+
 def test_glob_mark_and_relative_results(tree):
     root, srv, _ = tree
     lines, _ = hookcall(srv.path, "glob_mark", "*/*", cwd=root)

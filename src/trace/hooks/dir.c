@@ -691,12 +691,41 @@ static size_t glob_dir_len(const char *p)
  * globs the .conf files of /etc/ld.so.conf.d). */
 #define GLOB_BATCH 256
 
-static int glob_filter(int r, size_t before, int flags, glob_t *g)
+/* For GLOB_NOMAGIC, as glibc counts it: '[' with or without its ']'. */
+static int glob_magic(const char *pat, int flags)
+{
+	for (; *pat; pat++)
+		if (*pat == '*' || *pat == '?' || *pat == '[' ||
+		    (*pat == '\\' && !(flags & GLOB_NOESCAPE)))
+			return 1;
+	return 0;
+}
+
+/* Every result was hidden: what glob gives when nothing matches. With
+ * GLOB_NOCHECK (or GLOB_NOMAGIC and a pattern without magic) that is the
+ * pattern itself as the one result, in the slot a dropped result left
+ * (slot[1] is at most the old terminator's). */
+static int glob_none(const char *pat, int flags, glob_t *g, char **slot)
+{
+	if (!(flags & GLOB_NOCHECK) && !((flags & GLOB_NOMAGIC) && !glob_magic(pat, flags)))
+		return GLOB_NOMATCH;
+	size_t n = strlen(pat) + 1;
+	char *copy = malloc(n);
+	if (!copy)
+		return GLOB_NOSPACE;
+	memcpy(copy, pat, n);
+	slot[0] = copy;
+	slot[1] = NULL;
+	g->gl_pathc++;
+	return 0;
+}
+
+static int glob_filter(const char *pat, int r, size_t before, int flags, glob_t *g)
 {
 	if (r != 0)
 		return r;
 	char **v = g->gl_pathv + ((flags & GLOB_DOOFFS) ? g->gl_offs : 0);
-	size_t k = before, i = before;
+	size_t k = before, i = before, total = g->gl_pathc;
 	int failed = 0;
 	while (i < g->gl_pathc && !failed) {
 		size_t dl = glob_dir_len(v[i]), n = 1;
@@ -748,6 +777,8 @@ static int glob_filter(int r, size_t before, int flags, glob_t *g)
 		errno = EIO;
 		return GLOB_ABORTED;
 	}
+	if (k == before && total > before)
+		return glob_none(pat, flags, g, v + k);
 	if (k == before && !(flags & GLOB_NOCHECK))
 		return GLOB_NOMATCH;
 	return 0;
@@ -761,7 +792,7 @@ KT_EXPORT int glob(const char *pat, int flags, glob_errfn errfn, glob_t *g)
 	size_t before = (flags & GLOB_APPEND) ? g->gl_pathc : 0;
 	kt_enter();
 	int r = REAL(glob, fn)(pat, flags, errfn, g);
-	r = glob_filter(r, before, flags, g);
+	r = glob_filter(pat, r, before, flags, g);
 	kt_leave();
 	return r;
 }
@@ -773,7 +804,7 @@ KT_EXPORT int glob64(const char *pat, int flags, glob_errfn errfn, glob64_t *g)
 	size_t before = (flags & GLOB_APPEND) ? g->gl_pathc : 0;
 	kt_enter();
 	int r = REAL(glob64, fn)(pat, flags, errfn, g);
-	r = glob_filter(r, before, flags, (glob_t *)g);
+	r = glob_filter(pat, r, before, flags, (glob_t *)g);
 	kt_leave();
 	return r;
 }

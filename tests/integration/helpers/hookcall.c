@@ -737,10 +737,14 @@ static int one(char **a, int n)
 		show_list(c, ok ? 0 : -1, ok);
 		return 2;
 	}
-	if (!strcmp(c, "glob") || !strcmp(c, "glob_mark")) {
+	if (!strncmp(c, "glob", 4)) {
 		NEED(1);
 		glob_t g;
-		int r = glob(a[1], c[4] ? GLOB_MARK : 0, NULL, &g);
+		int gf = !strcmp(c, "glob_mark")      ? GLOB_MARK
+			 : !strcmp(c, "glob_nocheck") ? GLOB_NOCHECK
+			 : !strcmp(c, "glob_nomagic") ? GLOB_NOMAGIC
+						      : 0;
+		int r = glob(a[1], gf, NULL, &g);
 		for (size_t i = 0; r == 0 && i < g.gl_pathc; i++)
 			add_name(g.gl_pathv[i]);
 		if (r == 0)
