@@ -58,9 +58,18 @@ def world(tmp_path, kiln_bin):
     core.mkdir(parents=True)
     (core / "perl.h").write_text("x\n")
     (sys_ / "usr/lib/x86_64-linux-gnu/libperl.a").write_text("x\n")
+    # merged /usr: lib -> usr/lib, listed as a directory by the packages
+    # whose files were under /lib before the merge
+    os.symlink("usr/lib", sys_ / "lib")
+    for f in ("libbase.so.1", "libold.so.1"):
+        (sys_ / "usr/lib" / f).write_text("x\n")
+    (sys_ / "usr/include/old.h").write_text("x\n")
     pkgs = [
         package("base", [f"{S}/", f"{S}/usr/", f"{S}/usr/bin/", f"{S}/usr/include/", f"{S}/usr/share/",
-                         f"{S}/usr/lib/", f"{S}/usr/share/many/"], essential=True),
+                         f"{S}/usr/lib/", f"{S}/usr/share/many/", f"{S}/lib/", f"{S}/lib/libbase.so.1"],
+                essential=True),
+        package("libold1", [f"{S}/lib/", f"{S}/lib/libold.so.1"]),
+        package("libold-dev", [f"{S}/usr/include/old.h"], depends="libold1"),
         package("pkg-exec", [f"{S}/usr/bin/runme"]),
         package("pkg-read", [f"{S}/usr/include/read.h"]),
         package("pkg-cmd", [f"{S}/usr/bin/lookme"]),
@@ -165,6 +174,22 @@ def test_unused_declared_packages(world):
     assert rep["unused"] == ["libunused-dev"], r.stderr
     assert "unused declared dependencies (none of their files reached): libunused-dev" in r.stderr
     assert rep["verdict"]["text"].endswith("; unused declared dependencies: libunused-dev")
+
+
+def test_a_directory_alias_is_no_package_used(world):
+    # $SYS/lib -> usr/lib is listed as a directory by base and by libold1
+    # (merged /usr's /lib, by some fifty packages on Debian 12): a path
+    # through it uses the package of the file it reaches, not every package
+    # that lists the alias
+    script = "cat $SYS/lib/libbase.so.1 $SYS/usr/include/dep.h >/dev/null"
+    r = trace(world, script, "--json", "-o", "r.json", deps="libold-dev,libdep-dev")
+    assert r.returncode == 0, r.stderr
+    assert report(world)["unused"] == ["libold-dev"], r.stderr
+    # libold1's own file, reached through the alias, uses it
+    script = "cat $SYS/lib/libold.so.1 $SYS/usr/include/dep.h >/dev/null"
+    r = trace(world, script, "--json", "-o", "r.json", deps="libold-dev,libdep-dev")
+    assert r.returncode == 0, r.stderr
+    assert report(world)["unused"] == [], r.stderr
 
 
 def test_perl_xs_dev_is_used_by_compiling_against_perls_headers(world):

@@ -28,8 +28,8 @@ static const struct {
 #define NSTAND_INS (sizeof stand_ins / sizeof *stand_ins)
 
 /* Resolution as the kernel does it, with every symlink met and every final
- * node that is not a directory counted as touched. Directories are resolved
- * once each (memo). */
+ * node that is not a directory (nor a symlink to one) counted as touched.
+ * Directories are resolved once each (memo). */
 struct resolver {
 	struct pathtab dirs;   /* lexical directory -> canonical directory, or &not_dir */
 	struct pathtab nodes;  /* canonical nodes already counted */
@@ -166,21 +166,24 @@ static char *resolve(struct resolver *r, const char *p, int links)
 			count(r, node);
 		return node;
 	}
-	count(r, node);
 	char target[PATH_MAX];
 	ssize_t n = links < MAX_LINKS ? readlink(node, target, sizeof target - 1) : -1;
-	if (n <= 0) {
-		free(node);
-		return NULL;
+	char *full = NULL, *res = NULL;
+	if (n > 0) {
+		target[n] = '\0';
+		full = target[0] == '/' ? strdup(target) : join(pc, target);
 	}
-	target[n] = '\0';
-	char *full = target[0] == '/' ? strdup(target) : join(pc, target);
+	if (full) {
+		clean(full);
+		res = resolve(r, full, links + 1);
+		free(full);
+	}
+	/* A symlink to a directory is a directory of those who list it (merged
+	 * /usr's /lib is listed as one by some fifty packages): like a
+	 * directory, it counts for none of them. */
+	if (!res || stat(res, &st) < 0 || !S_ISDIR(st.st_mode))
+		count(r, node);
 	free(node);
-	if (!full)
-		return NULL;
-	clean(full);
-	char *res = resolve(r, full, links + 1);
-	free(full);
 	return res;
 }
 
