@@ -254,8 +254,8 @@ void registry_close(struct kiln_registry *reg)
 {
 	if (!reg)
 		return;
-	sqlite3_stmt *stmts[] = { reg->st_owners, reg->st_name, reg->st_dir, reg->st_resolve,
-				  reg->st_resolve_arch };
+	sqlite3_stmt *stmts[] = { reg->st_owners, reg->st_link_owners, reg->st_name, reg->st_dir,
+				  reg->st_resolve, reg->st_resolve_arch };
 	for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++)
 		sqlite3_finalize(stmts[i]);
 	sqlite3_close(reg->db);

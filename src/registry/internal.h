@@ -25,7 +25,8 @@ struct kiln_registry {
 	sqlite3 *db;
 	char path[PATH_MAX];
 	pthread_mutex_t lock; /* one handle may be shared by threads */
-	sqlite3_stmt *st_owners, *st_name, *st_dir, *st_resolve, *st_resolve_arch;
+	sqlite3_stmt *st_owners, *st_link_owners, *st_name, *st_dir, *st_resolve,
+		*st_resolve_arch;
 	char err[PATH_MAX + 256]; /* last error, for registry_errmsg() */
 	void *snap;               /* REGISTRY_SNAPSHOT: the sealed copy, mapped */
 	size_t snaplen;

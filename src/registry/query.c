@@ -18,11 +18,11 @@ static int step_error(struct kiln_registry *reg, int rc)
 	return -1;
 }
 
-int registry_owners(struct kiln_registry *reg, const char *path, int64_t *ids, size_t cap)
+static int owners_by(struct kiln_registry *reg, sqlite3_stmt **slot, const char *sql,
+		     const char *path, int64_t *ids, size_t cap)
 {
 	LOCK(reg);
-	sqlite3_stmt *st = registry_stmt(reg, &reg->st_owners,
-					 "SELECT DISTINCT pkg FROM files WHERE canonical=?1 ORDER BY pkg");
+	sqlite3_stmt *st = registry_stmt(reg, slot, sql);
 	int n = -1;
 	if (st) {
 		sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
@@ -39,6 +39,27 @@ int registry_owners(struct kiln_registry *reg, const char *path, int64_t *ids, s
 	}
 	UNLOCK(reg);
 	return n;
+}
+
+int registry_owners(struct kiln_registry *reg, const char *path, int64_t *ids, size_t cap)
+{
+	return owners_by(reg, &reg->st_owners,
+			 "SELECT DISTINCT pkg FROM files WHERE canonical=?1 ORDER BY pkg", path, ids, cap);
+}
+
+/* A package that lists entries below the path (by the canonical path or by
+ * the path as that package lists it) lists it as a directory. */
+int registry_link_owners(struct kiln_registry *reg, const char *path, int64_t *ids, size_t cap)
+{
+	return owners_by(reg, &reg->st_link_owners,
+			 "SELECT DISTINCT f.pkg FROM files f WHERE f.canonical=?1 AND NOT EXISTS ("
+			 " SELECT 1 FROM files g WHERE g.pkg=f.pkg AND ("
+			 "  substr(coalesce(g.listed, g.canonical), 1, length(?1) + 1) = ?1 || '/' OR"
+			 "  substr(coalesce(g.listed, g.canonical), 1,"
+			 "         length(coalesce(f.listed, f.canonical)) + 1)"
+			 "   = coalesce(f.listed, f.canonical) || '/'))"
+			 " ORDER BY f.pkg",
+			 path, ids, cap);
 }
 
 const char *registry_package_name(struct kiln_registry *reg, int64_t id, char *buf, size_t len)

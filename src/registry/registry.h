@@ -50,6 +50,12 @@ void registry_close(struct kiln_registry *reg);
  * registry does not know the path, -1 on a database error. */
 int registry_owners(struct kiln_registry *reg, const char *path, int64_t *ids, size_t cap);
 
+/* The same, of the owners that list nothing below `path`: of a symlink to a
+ * directory, the packages that ship it as a symlink, not those that list it
+ * as a directory (merged /usr's /lib, listed by the packages whose files
+ * were under /lib before the merge). */
+int registry_link_owners(struct kiln_registry *reg, const char *path, int64_t *ids, size_t cap);
+
 /* Name of package `id` into buf ("" if unknown). Returns buf. */
 const char *registry_package_name(struct kiln_registry *reg, int64_t id, char *buf, size_t len);
 

@@ -64,12 +64,18 @@ def world(tmp_path, kiln_bin):
     for f in ("libbase.so.1", "libold.so.1"):
         (sys_ / "usr/lib" / f).write_text("x\n")
     (sys_ / "usr/include/old.h").write_text("x\n")
+    # a symlink to a directory shipped as a symlink (default-java's kind)
+    (sys_ / "usr/lib/jvm/java-17").mkdir(parents=True)
+    (sys_ / "usr/lib/jvm/java-17/javac").write_text("x\n")
+    os.symlink("java-17", sys_ / "usr/lib/jvm/default")
     pkgs = [
         package("base", [f"{S}/", f"{S}/usr/", f"{S}/usr/bin/", f"{S}/usr/include/", f"{S}/usr/share/",
                          f"{S}/usr/lib/", f"{S}/usr/share/many/", f"{S}/lib/", f"{S}/lib/libbase.so.1"],
                 essential=True),
         package("libold1", [f"{S}/lib/", f"{S}/lib/libold.so.1"]),
         package("libold-dev", [f"{S}/usr/include/old.h"], depends="libold1"),
+        package("jdk17", [f"{S}/usr/lib/jvm/", f"{S}/usr/lib/jvm/java-17/", f"{S}/usr/lib/jvm/java-17/javac"]),
+        package("jdk-default", [f"{S}/usr/lib/jvm/", f"{S}/usr/lib/jvm/default -> java-17"], depends="jdk17"),
         package("pkg-exec", [f"{S}/usr/bin/runme"]),
         package("pkg-read", [f"{S}/usr/include/read.h"]),
         package("pkg-cmd", [f"{S}/usr/bin/lookme"]),
@@ -190,6 +196,17 @@ def test_a_directory_alias_is_no_package_used(world):
     r = trace(world, script, "--json", "-o", "r.json", deps="libold-dev,libdep-dev")
     assert r.returncode == 0, r.stderr
     assert report(world)["unused"] == [], r.stderr
+    # a symlink to a directory that a package ships as a symlink is that
+    # package's: the path through it uses it even when the directory's
+    # package is declared too
+    script = "cat $SYS/usr/lib/jvm/default/javac"
+    r = trace(world, script, "--json", "-o", "r.json", deps="jdk-default,jdk17")
+    assert r.returncode == 0, r.stderr
+    assert report(world)["unused"] == [], r.stderr
+    r = trace(world, "cat $SYS/usr/lib/jvm/java-17/javac", "--json", "-o", "r.json",
+              deps="jdk-default,jdk17")
+    assert r.returncode == 0, r.stderr
+    assert report(world)["unused"] == ["jdk-default"], r.stderr
 
 
 def test_perl_xs_dev_is_used_by_compiling_against_perls_headers(world):

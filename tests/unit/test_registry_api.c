@@ -140,6 +140,22 @@ static void owners(void **state)
 	registry_close(reg);
 }
 
+/* Owners that list nothing below the path: a symlink's, not a directory's. */
+static void link_owners(void **state)
+{
+	(void)state;
+	struct kiln_registry *reg = open_db();
+	int64_t ids[4];
+	char name[64];
+	assert_int_equal(registry_link_owners(reg, "/usr/bin/awk", ids, 4), 1);
+	assert_string_equal(registry_package_name(reg, ids[0], name, sizeof name), "mawk");
+	assert_int_equal(registry_link_owners(reg, "/usr", ids, 4), 0);     /* base's, libc's */
+	assert_int_equal(registry_link_owners(reg, "/usr/lib", ids, 4), 0); /* libc lists below it */
+	assert_int_equal(registry_link_owners(reg, "/opt/lonely", ids, 4), 0);
+	assert_int_equal(registry_link_owners(reg, "/usr/bin/nothing", ids, 4), 0);
+	registry_close(reg);
+}
+
 static void managed_tree(void **state)
 {
 	(void)state;
@@ -377,7 +393,9 @@ static void default_path(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(owners),       cmocka_unit_test(managed_tree),
+		cmocka_unit_test(owners),
+		cmocka_unit_test(link_owners),
+		cmocka_unit_test(managed_tree),
 		cmocka_unit_test(closures),     cmocka_unit_test(pkgset),
 		cmocka_unit_test(bad_databases), cmocka_unit_test(create_empty),
 		cmocka_unit_test(migrate_schema_1),

@@ -28,8 +28,9 @@ static const struct {
 #define NSTAND_INS (sizeof stand_ins / sizeof *stand_ins)
 
 /* Resolution as the kernel does it, with every symlink met and every final
- * node that is not a directory (nor a symlink to one) counted as touched.
- * Directories are resolved once each (memo). */
+ * node that is not a directory counted as touched (a symlink to a directory
+ * only for the packages that ship it as a symlink). Directories are
+ * resolved once each (memo). */
 struct resolver {
 	struct pathtab dirs;   /* lexical directory -> canonical directory, or &not_dir */
 	struct pathtab nodes;  /* canonical nodes already counted */
@@ -80,7 +81,9 @@ static void clean(char *s)
 	*w = '\0';
 }
 
-static void count(struct resolver *r, const char *node)
+/* `node` touched; a symlink to a directory (`dir_link`) only for the
+ * packages that ship it as a symlink. */
+static void count(struct resolver *r, const char *node, bool dir_link)
 {
 	bool added;
 	void **slot = pathtab_put(&r->nodes, node, strlen(node), &added);
@@ -88,7 +91,8 @@ static void count(struct resolver *r, const char *node)
 		return;
 	*slot = &not_dir; /* any non-NULL value */
 	int64_t ids[32];
-	int n = registry_owners(r->reg, node, ids, 32);
+	int n = dir_link ? registry_link_owners(r->reg, node, ids, 32)
+			 : registry_owners(r->reg, node, ids, 32);
 	if (n < 0) {
 		r->failed = 1;
 		return;
@@ -163,7 +167,7 @@ static char *resolve(struct resolver *r, const char *p, int links)
 	}
 	if (!S_ISLNK(st.st_mode)) {
 		if (!S_ISDIR(st.st_mode))
-			count(r, node);
+			count(r, node, false);
 		return node;
 	}
 	char target[PATH_MAX];
@@ -178,11 +182,10 @@ static char *resolve(struct resolver *r, const char *p, int links)
 		res = resolve(r, full, links + 1);
 		free(full);
 	}
-	/* A symlink to a directory is a directory of those who list it (merged
-	 * /usr's /lib is listed as one by some fifty packages): like a
-	 * directory, it counts for none of them. */
-	if (!res || stat(res, &st) < 0 || !S_ISDIR(st.st_mode))
-		count(r, node);
+	/* A symlink to a directory is a directory of those who list entries
+	 * below it (merged /usr's /lib, listed so by some fifty packages): for
+	 * them it counts as a directory does, not at all. */
+	count(r, node, res && stat(res, &st) == 0 && S_ISDIR(st.st_mode));
 	free(node);
 	return res;
 }
