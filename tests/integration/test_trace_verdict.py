@@ -182,6 +182,24 @@ def test_unused_declared_packages(world):
     assert rep["verdict"]["text"].endswith("; unused declared dependencies: libunused-dev")
 
 
+def test_an_unused_virtual_package_names_its_providers(world):
+    # a virtual package has no files: listed unused, it says what provides it
+    r = trace(world, "cat $SYS/usr/include/dep.h", "--json", "-o", "r.json",
+              deps="virt,libunused-dev,libdep-dev")
+    assert r.returncode == 0, r.stderr
+    rep = report(world)
+    assert rep["unused"] == ["virt", "libunused-dev"], r.stderr
+    assert rep["unused_virtual"] == {"virt": "prov1, prov2"}
+    assert ("unused declared dependencies (none of their files reached): "
+            "virt (virtual, provided by prov1, prov2), libunused-dev\n") in r.stderr
+    # the verdict line names packages only, as before
+    assert rep["verdict"]["text"].endswith("; unused declared dependencies: virt, libunused-dev")
+    # a failed build works none of it out
+    r = trace(world, "exit 3", "--json", "-o", "r.json", deps="virt")
+    rep = report(world)
+    assert rep["unused"] is None and rep["unused_virtual"] is None
+
+
 def test_a_directory_alias_is_no_package_used(world):
     # $SYS/lib -> usr/lib is listed as a directory by base and by libold1
     # (merged /usr's /lib, by some fifty packages on Debian 12): a path

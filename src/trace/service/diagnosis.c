@@ -565,6 +565,32 @@ static char *make_verdict(const struct trace_diagnosis *d, const struct diag_inp
 
 /* ---- all of it ----------------------------------------------------------- */
 
+/* A declared name no package of the closure is called, a virtual one (a
+ * package of the closure Provides it, and it has no files of its own): the
+ * providers in the closure ("perl", "a, b"), for the report to say why
+ * nothing of it was reached. NULL for a real package, and on any failure
+ * (the note is then left out). */
+static char *providers(const struct diag_input *in, const char *name)
+{
+	int64_t ids[16];
+	int n = registry_satisfiers(in->reg, name, "", ids, 16);
+	char buf[512];
+	size_t len = 0;
+	for (int i = 0; i < n && i < 16; i++) {
+		if (!registry_pkgset_has(in->closure, ids[i]))
+			continue;
+		char nm[256];
+		registry_package_name(in->reg, ids[i], nm, sizeof nm);
+		if (!strcmp(nm, name))
+			return NULL;
+		int w = snprintf(buf + len, sizeof buf - len, "%s%s", len ? ", " : "", nm);
+		if (w < 0 || (size_t)w >= sizeof buf - len)
+			break;
+		len += (size_t)w;
+	}
+	return len ? strdup(buf) : NULL;
+}
+
 int trace_diagnose(const struct diag_input *in, struct trace_diagnosis *d, FILE *warn)
 {
 	const struct tracelog *t = in->log;
@@ -617,9 +643,12 @@ int trace_diagnose(const struct diag_input *in, struct trace_diagnosis *d, FILE 
 		if (k == 0)
 			k = trace_unused_deps(in->reg, in->profile, t->declared, t->ndeclared, in->closure,
 					      &touched, idx, err, sizeof err);
-		if (k >= 0 && (d->unused = calloc((size_t)k + 1, sizeof *d->unused))) {
-			for (long i = 0; i < k; i++)
+		if (k >= 0 && (d->unused = calloc((size_t)k + 1, sizeof *d->unused)) &&
+		    (d->unused_by = calloc((size_t)k + 1, sizeof *d->unused_by))) {
+			for (long i = 0; i < k; i++) {
 				d->unused[i] = t->declared[idx[i]];
+				d->unused_by[i] = providers(in, d->unused[i]);
+			}
 			d->nunused = (size_t)k;
 			d->unused_known = true;
 		} else if (k < 0 && warn) {
@@ -638,6 +667,9 @@ out:
 
 void trace_diagnosis_free(struct trace_diagnosis *d)
 {
+	for (size_t i = 0; d->unused_by && i < d->nunused; i++)
+		free(d->unused_by[i]);
+	free(d->unused_by);
 	for (size_t i = 0; i < d->ngroups; i++) {
 		free(d->groups[i].name);
 		free(d->groups[i].nodes);

@@ -46,6 +46,8 @@ struct trace_diagnosis {
 	size_t ngroups, nranked;
 	size_t nharmless_nodes;    /* hidden nodes that are harmless probes only */
 	const char **unused;       /* declared packages none of whose files were used */
+	char **unused_by;          /* for each: a virtual one's providers in the closure
+				    * ("perl", "a, b"), else NULL */
 	size_t nunused;
 	bool unused_known;         /* false: not worked out (no registry, a failed build, an error) */
 	const char *unused_label;  /* "Build-Depends" (from debian/control) or "declared dependencies" */

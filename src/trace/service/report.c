@@ -385,6 +385,11 @@ void tracelog_write_text(const struct tracelog *t, const struct trace_diagnosis 
 		for (size_t i = 0; i < d->nunused; i++) {
 			fputs(i ? ", " : "", out);
 			put_text_cstr(out, d->unused[i]);
+			if (d->unused_by && d->unused_by[i]) {
+				fputs(" (virtual, provided by ", out);
+				put_text_cstr(out, d->unused_by[i]);
+				fputc(')', out);
+			}
 		}
 		fputc('\n', out);
 	}
@@ -606,6 +611,23 @@ static void json_diagnosis(FILE *f, const struct tracelog *t, const struct trace
 			json_cstr(f, d->unused[i]);
 		}
 		fputc(']', f);
+	}
+	fputs(",\n\"unused_virtual\":", f);
+	if (!d->unused_known) {
+		fputs("null", f);
+	} else {
+		fputc('{', f);
+		bool any = false;
+		for (size_t i = 0; i < d->nunused; i++) {
+			if (!d->unused_by || !d->unused_by[i])
+				continue;
+			fputs(any ? "," : "", f);
+			json_cstr(f, d->unused[i]);
+			fputc(':', f);
+			json_cstr(f, d->unused_by[i]);
+			any = true;
+		}
+		fputc('}', f);
 	}
 	fputs(",\n\"verdict\":{\"text\":", f);
 	json_nullable(f, d->verdict);
