@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from fake_trace_server import FakeServer, EXEC
+from fake_trace_server import FakeServer, EXEC, LIST, STAT
 from tracefix import HOOKCALL, PRELOAD, env_for, hookcall, make_tree, result
 
 
@@ -145,6 +145,25 @@ def test_glob_drops_hidden(tree):
     # hidden one's results go without a batch
     listed = sorted(q[2] for q in asked if q[1] == "query" and q[2].count("/") == str(root).count("/") + 1)
     assert listed == sorted(f"{root}/{d}" for d in ("deep", "hid", "hid", "ro", "vis"))
+
+
+def test_glob_of_a_literal_name_is_a_lookup(tree):
+    """A pattern whose last component has no magic: glob looks each result
+    up (glibc stats it) instead of listing its directory, so the results are
+    the program's own lookups, asked one by one, never a listing."""
+    root, srv, _ = tree
+    lines, _ = hookcall(srv.path, "glob", f"{root}/vis/c", "glob", f"{root}/vis/a",
+                        "glob", f"{root}/*/f", "glob", f"{root}/vis/{{a,c,x}}")
+    assert lines[0].split() == ["glob", "3"]      # hidden: GLOB_NOMATCH, as absent
+    assert lines[1].split() == ["glob", "0", f"{root}/vis/a"]
+    assert lines[2].split() == ["glob", "0", f"{root}/ro/f"]
+    assert lines[3].split()[:2] == ["glob", "3"]  # no GLOB_BRACE: a literal "{a,c,x}"
+    asked = srv.queries()
+    assert not [q for q in asked if q[1] == "dir"], asked
+    stats = [q[2] for q in asked if q[1] == "query" and q[3] == STAT]
+    assert f"{root}/vis/c" in stats and f"{root}/vis/a" in stats and f"{root}/ro/f" in stats
+    assert not [q for q in asked if q[1] == "query" and q[3] == LIST
+                and q[2] in (f"{root}/vis", f"{root}/ro")], asked
 
 
 def test_glob_of_only_hidden_matches_is_glob_of_nothing(tree):

@@ -688,7 +688,9 @@ static size_t glob_dir_len(const char *p)
  * sees): its results are entries of listings and are asked as such, a run
  * of results of one directory in one batch. A hidden one vanishes as from
  * readdir and is no finding of the program, which never looked it up (ld
- * globs the .conf files of /etc/ld.so.conf.d). */
+ * globs the .conf files of /etc/ld.so.conf.d). A last component without
+ * magic glob does not list but looks up: those results are asked as stat
+ * asks. */
 #define GLOB_BATCH 256
 
 /* For GLOB_NOMAGIC, as glibc counts it: '[' with or without its ']'. */
@@ -720,6 +722,24 @@ static int glob_none(const char *pat, int flags, glob_t *g, char **slot)
 	return 0;
 }
 
+/* Whether the pattern's last component (trailing slashes aside) has magic:
+ * only then does glob list the directory of its results; a literal one
+ * (a brace alternative too) it looks up, as stat does. */
+static int glob_last_magic(const char *pat, int flags)
+{
+	size_t n = strlen(pat);
+	while (n > 1 && pat[n - 1] == '/')
+		n--;
+	size_t at = n;
+	while (at > 0 && pat[at - 1] != '/')
+		at--;
+	for (; at < n; at++)
+		if (pat[at] == '*' || pat[at] == '?' || pat[at] == '[' ||
+		    (pat[at] == '\\' && !(flags & GLOB_NOESCAPE)))
+			return 1;
+	return 0;
+}
+
 static int glob_filter(const char *pat, int r, size_t before, int flags, glob_t *g)
 {
 	if (r != 0)
@@ -727,6 +747,17 @@ static int glob_filter(const char *pat, int r, size_t before, int flags, glob_t 
 	char **v = g->gl_pathv + ((flags & GLOB_DOOFFS) ? g->gl_offs : 0);
 	size_t k = before, i = before, total = g->gl_pathc;
 	int failed = 0;
+	/* Each result of a literal last component is the program's lookup:
+	 * a question of its own, a hidden one a finding like a stat's. */
+	int literal = !glob_last_magic(pat, flags);
+	for (; literal && i < g->gl_pathc && !failed; i++) {
+		int e = kt_check(AT_FDCWD, v[i], KILN_A_STAT, 0, 0);
+		failed = e == EIO;
+		if (!failed && e)
+			free(v[i]);
+		else
+			v[k++] = v[i];
+	}
 	while (i < g->gl_pathc && !failed) {
 		size_t dl = glob_dir_len(v[i]), n = 1;
 		while (i + n < g->gl_pathc && n < GLOB_BATCH && glob_dir_len(v[i + n]) == dl &&
