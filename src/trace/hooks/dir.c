@@ -672,12 +672,13 @@ KT_EXPORT FTSENT64 *fts64_children(FTS64 *f, int opts)
 
 /* ---- glob ---------------------------------------------------------------------- */
 
-/* Where the directory part of glob result p ends (a trailing '/' of
- * GLOB_MARK is part of the name): its length, 0 for a name without one. */
+/* Where the directory part of glob result or pattern p ends (a trailing
+ * '/', GLOB_MARK's, is part of the name): its length, 0 for a name without
+ * one. */
 static size_t glob_dir_len(const char *p)
 {
 	size_t n = strlen(p);
-	if (n > 1 && p[n - 1] == '/')
+	while (n > 1 && p[n - 1] == '/')
 		n--;
 	while (n > 0 && p[n - 1] != '/')
 		n--;
@@ -722,24 +723,6 @@ static int glob_none(const char *pat, int flags, glob_t *g, char **slot)
 	return 0;
 }
 
-/* Whether the pattern's last component (trailing slashes aside) has magic:
- * only then does glob list the directory of its results; a literal one
- * (a brace alternative too) it looks up, as stat does. */
-static int glob_last_magic(const char *pat, int flags)
-{
-	size_t n = strlen(pat);
-	while (n > 1 && pat[n - 1] == '/')
-		n--;
-	size_t at = n;
-	while (at > 0 && pat[at - 1] != '/')
-		at--;
-	for (; at < n; at++)
-		if (pat[at] == '*' || pat[at] == '?' || pat[at] == '[' ||
-		    (pat[at] == '\\' && !(flags & GLOB_NOESCAPE)))
-			return 1;
-	return 0;
-}
-
 static int glob_filter(const char *pat, int r, size_t before, int flags, glob_t *g)
 {
 	if (r != 0)
@@ -747,9 +730,10 @@ static int glob_filter(const char *pat, int r, size_t before, int flags, glob_t 
 	char **v = g->gl_pathv + ((flags & GLOB_DOOFFS) ? g->gl_offs : 0);
 	size_t k = before, i = before, total = g->gl_pathc;
 	int failed = 0;
-	/* Each result of a literal last component is the program's lookup:
-	 * a question of its own, a hidden one a finding like a stat's. */
-	int literal = !glob_last_magic(pat, flags);
+	/* Only a last component with magic makes glob list its directory; each
+	 * result of a literal one (a brace alternative too) is the program's
+	 * lookup: a question of its own, a hidden one a finding like a stat's. */
+	int literal = !glob_magic(pat + glob_dir_len(pat), flags);
 	for (; literal && i < g->gl_pathc && !failed; i++) {
 		int e = kt_check(AT_FDCWD, v[i], KILN_A_STAT, 0, 0);
 		failed = e == EIO;
