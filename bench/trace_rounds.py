@@ -111,6 +111,14 @@ def reap_stragglers(what, limit_s=20.0):
         time.sleep(0.01)
 
 
+# sbuild's PATH (docs/profiles.md), for every variant: a package is built
+# with it, and kiln's default profile gives it. The caller's own PATH (a
+# development machine's: ~/.cargo/bin, pyenv shims, /usr/local/cuda/bin
+# first) would add thousands of command searches to every variant that no
+# package build makes.
+BUILD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/games"
+
+
 def base_env():
     env = dict(os.environ)
     # Nothing of the caller's make (jobserver fds, flags) or preload leaks in.
@@ -118,6 +126,7 @@ def base_env():
         if k in ("LD_PRELOAD", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES") \
                 or k.startswith(("KILN_", "PSEUDO_", "FAKEROOT")):
             del env[k]
+    env["PATH"] = BUILD_PATH
     return env
 
 
@@ -127,9 +136,10 @@ def kiln_cmd(a, variant, report, deps):
     # make a round re-import it (two seconds inside the timed build).
     cmd = [a.kiln, "trace", "--db", a.db, "--no-refresh", "--json", "-o", report] + deps
     if "--deps-from-control" in deps:
-        # the host profile keeps the caller's environment, so the traced build
-        # runs in the same environment as the plain one (the default chroot
-        # profile would give it sbuild's: docs/profiles.md)
+        # the host profile keeps the caller's environment (base_env's), so
+        # the traced build runs in the same environment as the plain one
+        # (the default chroot profile would also set LC_ALL, HOME, ...:
+        # docs/profiles.md)
         cmd += ["--profile", "host"]
     if variant == "nocache":
         cmd.append("--no-cache")
