@@ -19,12 +19,16 @@ KT_HOT int kt_marks;
 KT_HOT _Atomic int kt_no_openat2;
 
 /* kiln's variables, restored into every exec environment. */
-static const char *const kept_names[] = {
-	"LD_PRELOAD", KILN_ENV_SOCKET, KILN_ENV_PRELOAD, KILN_ENV_CACHE,
-	KILN_ENV_RUNDIR, KILN_ENV_NAMESPACES, "KILN_TRACE_MARKS", KILN_ENV_TRUSTED,
-	KILN_ENV_LOCALES, KILN_ENV_CLEAN,
+#define KEPT(name) { name, sizeof name - 1 }
+static const struct {
+	const char *name;
+	size_t len; /* known here: every process would strlen them all */
+} kept[] = {
+	KEPT("LD_PRELOAD"), KEPT(KILN_ENV_SOCKET), KEPT(KILN_ENV_PRELOAD), KEPT(KILN_ENV_CACHE),
+	KEPT(KILN_ENV_RUNDIR), KEPT(KILN_ENV_NAMESPACES), KEPT("KILN_TRACE_MARKS"),
+	KEPT(KILN_ENV_TRUSTED), KEPT(KILN_ENV_LOCALES), KEPT(KILN_ENV_CLEAN),
 };
-#define NKEPT (sizeof kept_names / sizeof kept_names[0])
+#define NKEPT (sizeof kept / sizeof kept[0])
 
 static char env_store[3 * 4096];
 static KT_HOT const char *env_ptr[NKEPT];   /* "NAME=value" inside env_store */
@@ -54,8 +58,7 @@ static void capture(void)
 		if (nl == sizeof KILN_ENV_EXEC_NAME - 1 && !memcmp(*e, KILN_ENV_EXEC_NAME, nl))
 			set_comm(*e + nl + 1);
 		for (size_t k = 0; k < NKEPT; k++) {
-			if (env_ptr[k] || strlen(kept_names[k]) != nl ||
-			    memcmp(*e, kept_names[k], nl) != 0)
+			if (env_ptr[k] || kept[k].len != nl || memcmp(*e, kept[k].name, nl) != 0)
 				continue;
 			size_t len = strlen(*e) + 1;
 			if (used + len > sizeof env_store)
