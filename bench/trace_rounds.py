@@ -111,22 +111,37 @@ def reap_stragglers(what, limit_s=20.0):
         time.sleep(0.01)
 
 
-# sbuild's PATH (docs/profiles.md), for every variant: a package is built
-# with it, and kiln's default profile gives it. The caller's own PATH (a
-# development machine's: ~/.cargo/bin, pyenv shims, /usr/local/cuda/bin
-# first) would add thousands of command searches to every variant that no
-# package build makes.
-BUILD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/games"
+# The environment sbuild gives a package build, for every variant: what kiln
+# trace's default profile computes (docs/profiles.md), asked of kiln itself
+# once (build_env). The caller's own environment would add work no package
+# build does to every variant: on a development machine a PATH with
+# ~/.cargo/bin, pyenv shims and /usr/local/cuda/bin before /usr/bin, a
+# LIBRARY_PATH that sends every link through /usr/local/cuda/lib64/stubs.
+BUILD_ENV = None
+
+
+def build_env(a):
+    control = os.path.join(next(iter(a.src.values())), "debian", "control")
+    cmd = [a.kiln, "trace", "--db", a.db, "--no-refresh", "--deps-from-control", control,
+           "--", "env", "-0"]
+    p = subprocess.run(cmd, capture_output=True, stdin=subprocess.DEVNULL)
+    if p.returncode != 0:
+        fail(f"{shlex.join(cmd)}: exit status {p.returncode}: "
+             f"{p.stderr.decode(errors='replace')[-500:]}")
+    env = dict(e.split("=", 1) for e in p.stdout.decode().split("\0") if "=" in e)
+    if env.get("PATH", "").split(":")[:2] != ["/usr/local/sbin", "/usr/local/bin"]:
+        fail(f"{shlex.join(cmd)} did not print sbuild's environment (PATH={env.get('PATH')!r})")
+    return env
 
 
 def base_env():
-    env = dict(os.environ)
-    # Nothing of the caller's make (jobserver fds, flags) or preload leaks in.
+    env = dict(BUILD_ENV)
+    # Nothing of kiln's run, the caller's make (jobserver fds, flags; dpkg
+    # lets MAKEFLAGS through) or preload leaks in.
     for k in list(env):
         if k in ("LD_PRELOAD", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES") \
                 or k.startswith(("KILN_", "PSEUDO_", "FAKEROOT")):
             del env[k]
-    env["PATH"] = BUILD_PATH
     return env
 
 
@@ -136,10 +151,9 @@ def kiln_cmd(a, variant, report, deps):
     # make a round re-import it (two seconds inside the timed build).
     cmd = [a.kiln, "trace", "--db", a.db, "--no-refresh", "--json", "-o", report] + deps
     if "--deps-from-control" in deps:
-        # the host profile keeps the caller's environment (base_env's), so
-        # the traced build runs in the same environment as the plain one
-        # (the default chroot profile would also set LC_ALL, HOME, ...:
-        # docs/profiles.md)
+        # the host profile keeps the environment it is given (base_env's,
+        # already sbuild's), so the traced build runs in the same one as
+        # the plain build
         cmd += ["--profile", "host"]
     if variant == "nocache":
         cmd.append("--no-cache")
@@ -350,6 +364,8 @@ def main():
     except ValueError as e:
         fail(str(e))
     os.makedirs(a.work, exist_ok=True)
+    global BUILD_ENV
+    BUILD_ENV = build_env(a)
     become_subreaper()
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
