@@ -260,6 +260,9 @@ struct kt_window {
 };
 int kt_window_open(struct kt_window *w);
 int kt_window_close(struct kt_window *w);
+/* No window from now on in this process, as without syscall user dispatch
+ * (valgrind's client: its core makes the client's system calls). */
+void kt_window_disable(void);
 
 /* ---- glibcdata.c: when glibc's own loads need the window -------------- */
 

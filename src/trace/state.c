@@ -86,10 +86,14 @@ void kt_init(void)
 	kt_marks = m && m[0] == '1';
 	/* valgrind puts its own preload libraries first in its client's
 	 * LD_PRELOAD (and takes them out again for a child it does not
-	 * follow). */
+	 * follow). It does not emulate openat2, and its core, not this
+	 * library, makes the client's system calls: a checked window would
+	 * trap every one of them (SIGSYS kills valgrind). */
 	const char *pre = kt_env("LD_PRELOAD");
-	if (pre && strstr(pre, "/vgpreload_core-"))
+	if (pre && strstr(pre, "/vgpreload_core-")) {
 		atomic_store_explicit(&kt_no_openat2, 1, memory_order_relaxed);
+		kt_window_disable();
+	}
 }
 
 const char *kt_env(const char *name)

@@ -219,6 +219,11 @@ static int install(void)
 	return kt_sys4(SYS_rt_sigaction, SIGSYS, &ours, NULL, 8) < 0 ? -1 : 0;
 }
 
+void kt_window_disable(void)
+{
+	atomic_store_explicit(&unsupported, 1, memory_order_relaxed);
+}
+
 int kt_window_open(struct kt_window *w)
 {
 	w->nested = in_window;
