@@ -97,6 +97,18 @@ def build_summary(w, runs, processes=None):
         res[f"{w}_{v}_cpu_ratio"] = cpu / plain_cpu
     if processes:
         res[f"{w}_processes"] = processes
+    # What kiln adds over the empty preload, paired by round (the same
+    # round's builds ran minutes apart at most; the rounds drift): the
+    # median of the per-round differences.
+    empty = runs.get("empty")
+    over = {}
+    for v in KILN_VARIANTS:
+        rs = runs.get(v)
+        if empty and rs and len(rs) == len(empty):
+            over[v] = median(r["wall"] - e["wall"] for r, e in zip(rs, empty))
+            res[f"{w}_{v}_over_empty_s"] = over[v]
+    if len(over) == 2 and over["cached"] > 0:
+        res[f"{w}_added_ratio"] = over["nocache"] / over["cached"]
     for v in KILN_VARIANTS:
         rs = runs.get(v)
         if not rs:
@@ -189,6 +201,12 @@ def build_table(w, title, runs, res):
         q = fmt(g(f"{w}_{v}_queries_per_process"), ".1f") if kiln else ""
         lines.append(f"{label:26} {s:7.2f} {min(walls):6.2f}-{max(walls):<6.2f} {ratio:6.3f} "
                      f"{cpu:7.2f} {cratio:6.3f} {hit:>8} {rt:>7} {q:>6}")
+    cached, nocache = g(f"{w}_cached_over_empty_s"), g(f"{w}_nocache_over_empty_s")
+    if cached is not None and nocache is not None:
+        ratio = g(f"{w}_added_ratio")
+        lines.append(f"kiln adds over the empty preload (median of the rounds' differences): "
+                     f"{cached:+.3f} s, --no-cache {nocache:+.3f} s"
+                     + (f" ({ratio:.1f}x)" if ratio is not None else ""))
     return lines
 
 

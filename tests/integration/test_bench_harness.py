@@ -167,3 +167,23 @@ def test_calibrate_runs_small():
     assert r.returncode == 0, r.stderr
     got = tr.key_values(r.stdout, "calibrate")
     assert got["cpu_loop_ms"] > 0 and got["mem_latency_ns"] > 0
+
+
+def test_time_kiln_adds_is_paired_by_round_against_the_empty_preload():
+    # Rounds drift (here the empty preload is slow in round 2): the
+    # per-round differences do not, and their median is what kiln adds.
+    runs = fake_runs(with_cache=False)
+    for v, add in (("empty", [0.0, 5.0, 0.0]), ("cached", [1.0, 5.6, 0.8]),
+                   ("nocache", [6.0, 10.5, 4.0])):
+        for r, a in zip(runs[v], add):
+            r["wall"] = 10.0 + a
+    res = tr.build_summary("hello", runs)
+    assert res["hello_cached_over_empty_s"] == pytest.approx(0.8)
+    assert res["hello_nocache_over_empty_s"] == pytest.approx(5.5)
+    assert res["hello_added_ratio"] == pytest.approx(5.5 / 0.8)
+    table = "\n".join(tr.build_table("hello", "GNU hello", runs, res))
+    assert "kiln adds over the empty preload" in table and "6.9x" in table
+    # Without the empty preload there is nothing to pair with.
+    del runs["empty"]
+    res = tr.build_summary("hello", runs)
+    assert "hello_cached_over_empty_s" not in res and "hello_added_ratio" not in res
