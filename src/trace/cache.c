@@ -281,10 +281,26 @@ int kt_no_symlinks(const char *path, int nofollow)
 	return r == 1 || r == -ENOENT;
 }
 
-int kt_cache_absent(const char *path, int nofollow)
+/* open(O_PATH) of absolute `path`, following symlinks as the real call's
+ * walk does: 1 when it opened (closed again), else -errno. */
+static long open_following(const char *path, int nofollow)
 {
-	return atomic_load_explicit(&state, memory_order_acquire) == READY &&
-	       open_no_symlinks(path, nofollow) == -ENOENT;
+	long fd = kt_sys4(SYS_openat, AT_FDCWD, path,
+			  O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0), 0);
+	if (fd >= 0) {
+		kt_close((int)fd);
+		return 1;
+	}
+	return fd;
+}
+
+int kt_cache_absent(const char *path, int nofollow, int through_symlinks)
+{
+	if (atomic_load_explicit(&state, memory_order_acquire) != READY)
+		return 0;
+	long r = open_no_symlinks(path, nofollow);
+	return r == -ENOENT ||
+	       (r == -ELOOP && through_symlinks && open_following(path, nofollow) == -ENOENT);
 }
 
 /* 1 with key's well-formed value, its kind and answer; 0 when the key is

@@ -395,18 +395,21 @@ static int ask_server(struct kt_question *req, size_t plen, unsigned access, uns
 }
 
 /* A read-class question the map did not answer, about a path that does not
- * exist right now, with no symlink before its missing component: whatever
- * the server would say (ALLOW, or HIDE), the call ends in the kernel's
- * ENOENT. So it is answered ALLOW here and the server is told with a NOTE,
- * over a connection this process already has, without waiting: it decides,
- * logs and caches as for a QUERY (docs/verdict-cache.md, "Absent paths").
+ * exist right now: whatever the server would say (ALLOW, or HIDE), the call
+ * ends in the kernel's ENOENT. So it is answered ALLOW here and the server
+ * is told with a NOTE, over a connection this process already has, without
+ * waiting: it decides, logs and caches as for a QUERY (docs/verdict-cache.md,
+ * "Absent paths"). A path with a symlink before its missing name is told
+ * only when the call is not bound: a bound open opens without following
+ * symlinks, and would send itself to the server anyway.
  * 0: ask as usual (no connection free, a full socket, or the path is there). */
-static int note_absent(struct kt_question *req, size_t plen, unsigned access, unsigned qflags)
+static int note_absent(struct kt_question *req, size_t plen, unsigned access, unsigned qflags,
+		       int bound)
 {
 	/* The cheap tests first: --no-cache and vfork children never tell,
 	 * and only an absent path needs a connection claimed. */
 	if ((access & ~KILN_A_READ_CLASSES) || kt_vfork_child ||
-	    !kt_cache_absent(req->path, (qflags & KILN_Q_NOFOLLOW) != 0))
+	    !kt_cache_absent(req->path, (qflags & KILN_Q_NOFOLLOW) != 0, !bound))
 		return 0;
 	int slot = claim();
 	if (slot < 0)
@@ -458,7 +461,7 @@ int kt_ask_question(struct kt_question *req, size_t plen, unsigned access, unsig
 	unsigned how;
 	if (kt_cache_ask(req->path, plen, access, qflags, 0, &cached, &how))
 		return cached;
-	if (note_absent(req, plen, access, qflags))
+	if (note_absent(req, plen, access, qflags, 0))
 		return KILN_V_ALLOW;
 	return ask_server(req, plen, access, qflags, NULL);
 }
@@ -477,7 +480,8 @@ int kt_ask_bound(struct kt_question *req, size_t plen, unsigned access, unsigned
 		b->cached = 1;
 		return cached;
 	}
-	if (!(flags & KILN_ASK_SERVER) && note_absent(req, plen, access, qflags)) {
+	if (!(flags & KILN_ASK_SERVER) &&
+	    note_absent(req, plen, access, qflags, (flags & KILN_ASK_BIND) != 0)) {
 		/* Opened without following a symlink: one made meanwhile
 		 * sends the open to the server (ELOOP), as for an AREA value. */
 		*b = (struct kiln_binding){

@@ -310,8 +310,9 @@ int kt_cache_ask_dir(const char *dir, const char *const *names, size_t n, unsign
 int kt_no_symlinks(const char *path, int nofollow);
 /* 1 when this process has the map and absolute `path` does not exist, with
  * no symlink before its missing component (the last one not followed with
- * nofollow): a read-class question about it may be told, not asked. */
-int kt_cache_absent(const char *path, int nofollow);
+ * nofollow), or, with through_symlinks, with the walk that follows them
+ * ending in ENOENT: a read-class question about it may be told, not asked. */
+int kt_cache_absent(const char *path, int nofollow, int through_symlinks);
 /* The map's fd (one of kiln's fds), or -1; moving it off its number. */
 int kt_cache_fd(void);
 void kt_cache_move_fd(void);
