@@ -299,6 +299,7 @@ long kt_open_bound(const struct kt_opener *o, unsigned access, unsigned qflags, 
 long kt_open_bound_q(const struct kt_opener *o, struct kt_question *q, int n, unsigned access,
 		     unsigned qflags, unsigned *how_used)
 {
-	return open_bound(o, q, n, o->path && kt_path_follows_tail(o->path), access, qflags,
-			  how_used);
+	/* q->path is clean already: a "/" or "/." the caller's path ended in
+	 * was the caller's to judge when it cleaned it. */
+	return open_bound(o, q, n, 0, access, qflags, how_used);
 }

@@ -146,7 +146,8 @@ unsigned kt_fopen_access(const char *mode);
 unsigned kt_fopen_qflags(const char *mode);
 
 /* True when a path's last component is followed whatever the call says:
- * "link/", "link/." and "." (the clean path sent drops them). */
+ * "link/", "link/." and "." (the clean path sent drops them). The hooks
+ * get it from kt_path_at_tail's pass; this strlen form is its reference. */
 int kt_path_follows_tail(const char *path);
 /* The same of the first len bytes of path. */
 int kt_path_tail_n(const char *path, size_t len);
@@ -183,7 +184,8 @@ struct kt_opener {
 #define KT_BIND_REFUSED 255u
 long kt_open_bound(const struct kt_opener *o, unsigned access, unsigned qflags,
 		   unsigned *how_used);
-/* The same with the absolute clean path already in q->path (length n). */
+/* The same with the absolute clean path already in q->path (length n),
+ * its tail ("link/", "link/.") already judged by the caller. */
 long kt_open_bound_q(const struct kt_opener *o, struct kt_question *q, int n, unsigned access,
 		     unsigned qflags, unsigned *how_used);
 
