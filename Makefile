@@ -124,7 +124,7 @@ BENCH_SRC  := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 # Benchmark programs that link nothing of kiln: never sanitized (they run
 # under the preload library), and built for the tests too (test_bench_harness).
-BENCH_STANDALONE := $(BUILD)/bench/trace_micro $(BUILD)/bench/calibrate
+BENCH_STANDALONE := $(BUILD)/bench/trace_micro $(BUILD)/bench/calibrate $(BUILD)/bench/preload
 
 MAN_SRC   := $(wildcard man/*.scd)
 MAN_PAGES := $(patsubst man/%.scd,$(BUILD)/man/%,$(MAN_SRC))

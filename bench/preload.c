@@ -9,6 +9,9 @@
  *                                     child is a traced process)
  *   preload stat N PATH               N stat() calls; prints ns per call
  *   preload open N PATH               N open() + close(); prints ns per call
+ *   preload stat-open FILE            each path of FILE (one per line) once:
+ *                                     stat, then open + close (a compiler's
+ *                                     header search); prints ns per path
  *   preload spawn-prog N PROG ARG...  posix_spawn PROG N times in this
  *                                     process's environment; ns per process
  *   preload spawn-stat N K PATH       posix_spawn `preload stat K PATH` N times
@@ -160,12 +163,38 @@ int main(int argc, char **argv)
 		printf("%.0f\n", (now_ns() - t0) / n);
 		return 0;
 	}
+	if (argc == 3 && !strcmp(argv[1], "stat-open")) {
+		/* Each path of FILE (one per line) once: stat, then open + close,
+		 * as a compiler's header search does; ns per path. */
+		FILE *f = fopen(argv[2], "r");
+		if (!f)
+			return 1;
+		char line[4096];
+		int n = 0;
+		struct stat st;
+		double t0 = now_ns();
+		while (fgets(line, sizeof line, f)) {
+			line[strcspn(line, "\n")] = '\0';
+			if (stat(line, &st) == 0) {
+				int fd = open(line, O_RDONLY | O_CLOEXEC);
+				if (fd >= 0)
+					close(fd);
+			}
+			n++;
+		}
+		double t = now_ns() - t0;
+		fclose(f);
+		if (!n)
+			return 1;
+		printf("%.0f\n", t / n);
+		return 0;
+	}
 	if (argc >= 4 && !strcmp(argv[1], "spawn-prog")) {
 		int n = atoi(argv[2]);
 		return spawn_n(n, argv[3], NULL, argv + 3, environ, 0);
 	}
 	fprintf(stderr, "usage: preload noop | spawn N with|without LIB | spawn N inherit | "
-			"stat N PATH | open N PATH | spawn-stat N K PATH | spawn-stat-cold N K PATH MB | "
+			"stat N PATH | open N PATH | stat-open FILE | spawn-stat N K PATH | spawn-stat-cold N K PATH MB | "
 			"spawn-prog N PROG [ARG...] | "
 			"locale NAME | spawn-locale N NAME\n");
 	return 2;
