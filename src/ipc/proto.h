@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define KILN_PROTO_MAGIC   0x4e4c494bu /* "KILN" */
-#define KILN_PROTO_VERSION 1u
+#define KILN_PROTO_VERSION 2u
 #define KILN_MSG_MAX       65536u      /* header + payload, either direction */
 #define KILN_PATH_MAX      4096u       /* longest path in a message, bytes */
 
@@ -111,6 +111,13 @@ struct kiln_verdict_msg {
 			    * no file (an open must fail, or create a new one) */
 	uint64_t dev, ino;
 	uint64_t dir_dev, dir_ino;
+	/* Read classes (STAT, READ, EXEC) other than the one asked whose answer
+	 * for the same path and qflags is this ALLOW too, for the whole run
+	 * (STABLE, not yet asked by anyone): the asking process may answer its
+	 * own next such question and tell the server with a NOTE
+	 * (docs/verdict-cache.md, "Answered ahead"). 0 for every other answer. */
+	uint32_t ahead;
+	uint32_t reserved; /* 0 */
 };
 
 /* Followed by dirlen bytes of directory path, then `count` entries, each a

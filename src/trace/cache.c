@@ -237,20 +237,32 @@ void kt_cache_move_fd(void)
 
 /* ---- lookups ------------------------------------------------------------- */
 
+static struct vc_shard *my_shard(struct vc_counters *c)
+{
+	int sh = thread_shard;
+	if (__builtin_expect(!sh, 0)) /* a thread other than the first to ask */
+		thread_shard = sh = (int)(kt_sys0(SYS_gettid) % VC_SHARDS) + 1;
+	return &c->shard[sh - 1];
+}
+
 static void count(int hit, int listing)
 {
 	struct vc_counters *c = ctr;
 	if (!c)
 		return;
-	int sh = thread_shard;
-	if (__builtin_expect(!sh, 0)) /* a thread other than the first to ask */
-		thread_shard = sh = (int)(kt_sys0(SYS_gettid) % VC_SHARDS) + 1;
-	struct vc_shard *s = &c->shard[sh - 1];
+	struct vc_shard *s = my_shard(c);
 	if (__builtin_expect(atomic_load_explicit(&unattached_misses, memory_order_relaxed) != 0, 0))
 		__atomic_fetch_add(&s->misses, atomic_exchange(&unattached_misses, 0), __ATOMIC_RELAXED);
 	__atomic_fetch_add(hit ? &s->hits : &s->misses, 1, __ATOMIC_RELAXED);
 	if (hit && listing)
 		__atomic_fetch_add(&s->listings, 1, __ATOMIC_RELAXED);
+}
+
+void kt_cache_count_ahead(void)
+{
+	struct vc_counters *c = ctr;
+	if (c)
+		__atomic_fetch_add(&my_shard(c)->ahead, 1, __ATOMIC_RELAXED);
 }
 
 /* openat2(O_PATH, RESOLVE_NO_SYMLINKS) of absolute `path`: 1 when it

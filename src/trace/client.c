@@ -391,7 +391,40 @@ static int ask_server(struct kt_question *req, size_t plen, unsigned access, uns
 		return KILN_V_ERROR;
 	if (b)
 		*b = (struct kiln_binding){ v.bind, v.id_flags, v.dev, v.ino, v.dir_dev, v.dir_ino, 0 };
+	if (v.ahead && v.verdict == KILN_V_ALLOW)
+		kt_ahead_keep(req->path, plen, qflags, v.ahead & ~access);
 	return (int)v.verdict;
+}
+
+/* Sends req (its header, query and path filled in) as a NOTE over a
+ * connection this process already has, without waiting: 1 when it went. */
+static int tell(struct kt_question *req, size_t plen, unsigned access, unsigned qflags)
+{
+	int slot = claim();
+	if (slot < 0)
+		return 0;
+	int fd = atomic_load(&pool[slot].fd);
+	int told = 0;
+	if (fd >= 0) {
+		req->h = (struct kiln_msg_hdr){ KILN_MSG_NOTE, 0, (uint32_t)(sizeof req->q + plen) };
+		req->q = (struct kiln_query){ access, qflags, (uint32_t)plen };
+		size_t len = sizeof req->h + req->h.len;
+		told = kt_sys6(SYS_sendto, fd, (long)req, (long)len, MSG_NOSIGNAL | MSG_DONTWAIT, 0,
+			       0) == (long)len;
+	}
+	unclaim(slot);
+	return told;
+}
+
+/* A question an earlier round trip of this thread answered ahead (ahead.c),
+ * told to the server; 0: ask as usual (nothing kept, or no connection free
+ * to tell it over). */
+static int answered_ahead(struct kt_question *req, size_t plen, unsigned access, unsigned qflags)
+{
+	if (!kt_ahead_take(req->path, plen, access, qflags) || !tell(req, plen, access, qflags))
+		return 0;
+	kt_cache_count_ahead();
+	return 1;
 }
 
 /* A read-class question the map did not answer, about a path that does not
@@ -411,20 +444,7 @@ static int note_absent(struct kt_question *req, size_t plen, unsigned access, un
 	if ((access & ~KILN_A_READ_CLASSES) || kt_vfork_child ||
 	    !kt_cache_absent(req->path, (qflags & KILN_Q_NOFOLLOW) != 0, !bound))
 		return 0;
-	int slot = claim();
-	if (slot < 0)
-		return 0;
-	int fd = atomic_load(&pool[slot].fd);
-	int told = 0;
-	if (fd >= 0) {
-		req->h = (struct kiln_msg_hdr){ KILN_MSG_NOTE, 0, (uint32_t)(sizeof req->q + plen) };
-		req->q = (struct kiln_query){ access, qflags, (uint32_t)plen };
-		size_t len = sizeof req->h + req->h.len;
-		told = kt_sys6(SYS_sendto, fd, (long)req, (long)len, MSG_NOSIGNAL | MSG_DONTWAIT, 0,
-			       0) == (long)len;
-	}
-	unclaim(slot);
-	return told;
+	return tell(req, plen, access, qflags);
 }
 
 int kiln_ask_data(unsigned kind, unsigned arg, const char *a, const char *b)
@@ -461,7 +481,7 @@ int kt_ask_question(struct kt_question *req, size_t plen, unsigned access, unsig
 	unsigned how;
 	if (kt_cache_ask(req->path, plen, access, qflags, 0, &cached, &how))
 		return cached;
-	if (note_absent(req, plen, access, qflags, 0))
+	if (answered_ahead(req, plen, access, qflags) || note_absent(req, plen, access, qflags, 0))
 		return KILN_V_ALLOW;
 	return ask_server(req, plen, access, qflags, NULL);
 }
@@ -479,6 +499,11 @@ int kt_ask_bound(struct kt_question *req, size_t plen, unsigned access, unsigned
 		b->id_flags = 0; /* a cache value has no identities */
 		b->cached = 1;
 		return cached;
+	}
+	if (!(flags & KILN_ASK_SERVER) && answered_ahead(req, plen, access, qflags)) {
+		/* An answer for the whole run: nothing to bind. */
+		*b = (struct kiln_binding){ .how = KILN_BIND_ANY, .cached = 1 };
+		return KILN_V_ALLOW;
 	}
 	if (!(flags & KILN_ASK_SERVER) &&
 	    note_absent(req, plen, access, qflags, (flags & KILN_ASK_BIND) != 0)) {

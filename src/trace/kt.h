@@ -244,6 +244,12 @@ int kt_spawn_refused(const posix_spawn_file_actions_t *fa);
 /* In the child of a fork: forget the parent's connections. */
 void kt_client_after_fork(void);
 
+/* ahead.c: the read classes a round trip answered ahead for this thread
+ * (proto.h, `ahead`), and whether one of them answers (path, access,
+ * qflags) now; it is then no longer kept. */
+void kt_ahead_keep(const char *path, size_t plen, unsigned qflags, unsigned classes);
+int kt_ahead_take(const char *path, size_t plen, unsigned access, unsigned qflags);
+
 /* ---- sud.c: glibc's own system calls, checked (docs/glibc-data.md) --- */
 
 /* Runs fn(arg) with every system call this thread makes outside the
@@ -321,6 +327,8 @@ void kt_cache_move_fd(void);
 /* In the child of a fork: count it as a process of its own on its first
  * question. */
 void kt_cache_after_fork(void);
+/* Counts a question answered ahead (ahead.c) in the statistics file. */
+void kt_cache_count_ahead(void);
 /* Look up the real functions now, before a child exists: the exec family
  * (fork and vfork hooks), and close, dup2, dup3 and fcntl (vfork hook: a vfork
  * child must not call dlsym, which locks and may allocate in the parent's

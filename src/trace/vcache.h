@@ -179,7 +179,8 @@ struct vc_shard {
 	uint64_t hits;     /* questions answered from the map */
 	uint64_t misses;   /* questions the map did not answer (asked the server) */
 	uint64_t listings; /* listing batches answered from the map (also in hits) */
-	uint64_t pad[5];
+	uint64_t ahead;    /* misses answered ahead by an earlier round trip, told */
+	uint64_t pad[4];
 };
 
 struct vc_counters {

@@ -16,7 +16,7 @@ import time
 STAT, READ, WRITE, EXEC, LIST, CREATE, DELETE = (1 << i for i in range(7))
 NOFOLLOW = 1
 ALLOW, HIDE, DENY = 0, 1, 2
-MAGIC, VERSION = 0x4E4C494B, 1
+MAGIC, VERSION = 0x4E4C494B, 2
 HELLO, HELLO_OK, REFUSED, QUERY, VERDICT, QUERY_DIR, VERDICT_DIR, EVENT = range(1, 9)
 HDR = struct.Struct("=HHI")
 
@@ -122,7 +122,7 @@ class FakeServer:
                     with self.lock:
                         self.log.append((pid, "query", path, access, qflags, v))
                     # bind ANY: the preload library uses the answer as is
-                    c.send(HDR.pack(VERDICT, 0, 40) + struct.pack("=IHHQQQQ", v, 0, 0, 0, 0, 0, 0))
+                    c.send(HDR.pack(VERDICT, 0, 48) + struct.pack("=IHHQQQQII", v, 0, 0, 0, 0, 0, 0, 0, 0))
                 elif t == QUERY_DIR:
                     count, dlen = struct.unpack_from("=II", body)
                     d = body[8:8 + dlen].decode("utf-8", "surrogateescape")

@@ -19,7 +19,7 @@ import pytest
 from conftest import ROOT, as_other_user, run
 from meta_util import FIXTURES, cc
 from metasrv import (HELLO_OK, REFUSE_BUILD, REFUSE_PEER, REFUSE_VERSION, REFUSED, Server, build_id,
-                     handshake, stall_pipe)
+                     VERSION, handshake, stall_pipe)
 
 TOOLS = ["types", "frames", "extrasyms", "syscalls"]
 EXT = {"text": "txt", "json": "json", "c": "c"}
@@ -323,7 +323,7 @@ def fake_server(path, answer):
 def test_refused_or_failing_server_runs_standalone(kiln_bin, tmp_path, progs):
     expected = run([kiln_bin, "meta", "types", progs[0]], env=standalone_env()).stdout
     refused = lambda c: c.send(struct.pack("=HHII", REFUSED, 0, 4 + 6, REFUSE_BUILD) + b"other!")
-    started_nothing = lambda c: c.send(struct.pack("=HHIIHH", HELLO_OK, 0, 8, 0x4E4C494B, 1, 0))
+    started_nothing = lambda c: c.send(struct.pack("=HHIIHH", HELLO_OK, 0, 8, 0x4E4C494B, VERSION, 0))
     for i, (answer, says) in enumerate([(refused, "refused this client: other!"),
                                         (started_nothing, "closed the connection before starting")]):
         sock = tmp_path / f"fake{i}.sock"
@@ -341,7 +341,8 @@ def test_server_refuses_other_builds_and_versions(kiln_bin, server):
     assert handshake(srv.socket, ident) == (HELLO_OK, None)
     assert handshake(srv.socket, bytes(len(ident))) == (REFUSED, REFUSE_BUILD)
     assert handshake(srv.socket, ident[:-1]) == (REFUSED, REFUSE_BUILD)
-    assert handshake(srv.socket, ident, version=2) == (REFUSED, REFUSE_VERSION)
+    assert handshake(srv.socket, ident, version=VERSION + 1) == (REFUSED, REFUSE_VERSION)
+    assert handshake(srv.socket, ident, version=VERSION - 1) == (REFUSED, REFUSE_VERSION)
     assert srv.stats()["jobs"] == 0
 
 

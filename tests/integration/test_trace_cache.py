@@ -104,8 +104,8 @@ def test_repeated_questions_hit_the_cache(world, kiln_bin, helper, trace_cached)
     r = traced_sh(kiln_bin, world, script, "--stats", "--json", "-o", b / "r.json")
     assert r.returncode == 0, r.stderr
     c = cache_json(b / "r.json")["cache"]
-    assert set(c) == {"enabled", "hits", "misses", "round_trips", "notes", "logged", "listings",
-                      "map_bytes", "entries"}
+    assert set(c) == {"enabled", "hits", "misses", "round_trips", "notes", "ahead", "logged",
+                      "listings", "map_bytes", "entries"}
     assert re.search(r"verdict cache (on|off)", r.stderr)
     assert f"round trips  {c['round_trips']} " in r.stderr
     assert f"notes        {c['notes']} " in r.stderr
@@ -395,6 +395,67 @@ def test_absent_paths_are_told_not_asked(world, kiln_bin, helper, trace_cached):
         assert c["misses"] == c["round_trips"] + c["notes"], c
     else:
         assert j["cache"]["notes"] == 0
+
+
+def test_a_stat_then_an_open_costs_one_round_trip(world, kiln_bin, helper, trace_cached):
+    """The open that follows a stat of the same managed file (a compiler's
+    header search) is answered with the stat's round trip (the VERDICT
+    says the READ's ALLOW too) and told with a NOTE; the report and the
+    log stay those of --no-cache. Not for a hidden file, a file unknown to
+    the registry (a finding), another qflags (lstat, then open), a
+    fork's child (its parent's connection is not its own), nor for a file
+    another process asked first (the map answers)."""
+    b, inc, S = world.build, world.inc, world.sys
+    names = [f"ahead{i}.h" for i in range(6)]
+    for n in names:
+        (inc / n).write_text(n + "\n")
+    manifest = (world.tmp / "manifest").read_text().replace(
+        f" {S}/usr/include/dep.h\n",
+        f" {S}/usr/include/dep.h\n" + "".join(f" {S}/usr/include/{n}\n" for n in names))
+    (world.tmp / "manifest2").write_text(manifest)
+    db = world.tmp / "registry2.db"
+    assert run([kiln_bin, "registry", "--db", db, "import", "manifest",
+                world.tmp / "manifest2"]).returncode == 0
+    hc = helper("hookcall")
+    calls = []
+    for n in names[:4]:                                  # answered ahead: 4
+        calls += [["stat", f"{inc}/{n}"], ["open", f"{inc}/{n}", "r"]]
+    calls += [["stat", f"{inc}/foo.h"], ["open", f"{inc}/foo.h", "r"],          # hidden
+              ["stat", f"{inc}/stray.h"], ["open", f"{inc}/stray.h", "r"],      # unknown
+              ["lstat", f"{inc}/{names[4]}"], ["open", f"{inc}/{names[4]}", "r"],  # NOFOLLOW
+              ["stat", f"{inc}/{names[5]}"], ["fork", "open", f"{inc}/{names[5]}", "r", ";"],
+              ["open", f"{inc}/{names[0]}", "r"]]        # a hit by now
+    argv = [hc]
+    for c in calls:
+        argv += [*c, "--"]
+    runs = []
+    for mode in ([], ["--no-cache"]):
+        r = run([kiln_bin, "trace", "--db", db, "--deps", "libdep-dev", "--ask", S,
+                 *managed(world), *mode, "--json", "-o", b / "r.json", "--log", b / "r.log",
+                 "--stats", "--", *argv[:-1]], cwd=b)
+        assert r.returncode == 0, r.stderr
+        runs.append((r.stdout, cache_json(b / "r.json"), (b / "r.log").read_text(), r.stderr))
+    (out, j, log, err), (nout, nj, nlog, _) = runs
+    assert out == nout
+    assert out.count(" OK") == 15 and out.count("ENOENT") == 2, out   # foo.h: stat, open
+    for k in ("hidden", "refused_writes", "unknown"):
+        assert no_pids(j[k]) == no_pids(nj[k]), k
+    assert [u["path"] for u in j["unknown"]] == [f"{inc}/stray.h"], j["unknown"]
+    assert sorted(log.splitlines()) == sorted(nlog.splitlines())
+    for n in names:   # both classes of each reached the log
+        line = next(x for x in log.splitlines() if x.endswith(f"/{n}") or f"/{n} " in x)
+        assert "s" in line.split()[0] and "r" in line.split()[0], line
+    c = j["cache"]
+    if trace_cached:
+        # every question reached the server but the hits: told ones too
+        assert j["totals"]["queries"] == nj["totals"]["queries"] - c["hits"], (j, nj)
+        assert c["ahead"] == 4, c
+        assert c["misses"] == c["round_trips"] + c["notes"], c
+        assert f"and {c['ahead']} questions an earlier round trip answered ahead" in err
+        # 17 questions, the last one a hit: 16 misses, 4 of them told
+        assert c["round_trips"] == 12 and c["misses"] == 16, c
+    else:
+        assert c["ahead"] == 0 and c["notes"] == 0, c
 
 
 def test_first_reached_by_names_the_first_asker(world, kiln_bin, trace_cached):

@@ -5,13 +5,14 @@ import socket
 import struct
 
 MAGIC = 0x4E4C494B
-VERSION = 1
+VERSION = 2
 MSG_MAX = 65536
 
 HELLO, HELLO_OK, REFUSED, QUERY, VERDICT, QUERY_DIR, VERDICT_DIR, EVENT, QUERY_DATA, NOTE = \
     range(1, 11)
-# VERDICT: verdict, bind, id_flags, dev, ino, dir_dev, dir_ino (src/ipc/proto.h)
-VERDICT_MSG = struct.Struct("=IHHQQQQ")
+# VERDICT: verdict, bind, id_flags, dev, ino, dir_dev, dir_ino, ahead, reserved
+# (src/ipc/proto.h)
+VERDICT_MSG = struct.Struct("=IHHQQQQII")
 BIND_ANY, BIND_NO_SYMLINKS, BIND_IDENT = 0, 1, 2
 ID_FILE, ID_DEV_ONLY, ID_DIR = 1, 2, 4
 REFUSE_VERSION, REFUSE_PEER, REFUSE_BUSY = 1, 2, 3
@@ -87,7 +88,8 @@ class Client:
         return self
 
     def ask_bound(self, path, access, qflags=0):
-        """(verdict, bind, id_flags, dev, ino, dir_dev, dir_ino) of a query."""
+        """(verdict, bind, id_flags, dev, ino, dir_dev, dir_ino, ahead, reserved) of a
+        query."""
         self.send(query(path, access, qflags))
         r = self.recv()
         assert r is not None, "server closed the connection"

@@ -74,7 +74,9 @@ static void hello_check(void **state)
 	assert_int_equal(kiln_hello_check(&h, sizeof h, 1), 0);
 	assert_int_equal(kiln_hello_check(&h, sizeof h - 1, 1), -1);
 	assert_int_equal(kiln_hello_check(&h, sizeof h, 2), -1);
-	h.version = 2;
+	h.version = KILN_PROTO_VERSION + 1;
+	assert_int_equal(kiln_hello_check(&h, sizeof h, 1), KILN_REFUSE_VERSION);
+	h.version = KILN_PROTO_VERSION - 1;
 	assert_int_equal(kiln_hello_check(&h, sizeof h, 1), KILN_REFUSE_VERSION);
 	h.version = KILN_PROTO_VERSION;
 	h.magic = 0;

@@ -425,8 +425,9 @@ void tracelog_write_stats(const struct tracelog *t, FILE *out)
 	fprintf(out, "  misses       %" PRIu64 "\n", c->misses);
 	fprintf(out, "  round trips  %lu (%lu path queries, %lu listings)\n", tracelog_round_trips(t),
 		t->queries - (unsigned long)c->notes_decided, t->dir_queries);
-	fprintf(out, "  notes        %" PRIu64 " (absent paths the processes answered themselves)\n",
-		c->notes);
+	fprintf(out, "  notes        %" PRIu64 " (absent paths the processes answered themselves,\n"
+		     "               and %" PRIu64 " questions an earlier round trip answered ahead)\n",
+		c->notes, c->ahead);
 	fprintf(out, "  logged       %" PRIu64 " (fresh names answered from directory values)\n",
 		c->logged);
 	fprintf(out, "  listings     %" PRIu64 " answered from the cache\n", c->listings);
@@ -754,10 +755,10 @@ int tracelog_write_json(const struct tracelog *t, const struct trace_diagnosis *
 		d->violations, t->server_cpu);
 	const struct trace_cache_figures *c = &t->cache;
 	fprintf(f, "\"cache\":{\"enabled\":%s,\"hits\":%" PRIu64 ",\"misses\":%" PRIu64
-		",\"round_trips\":%lu,\"notes\":%" PRIu64 ",\"logged\":%" PRIu64
+		",\"round_trips\":%lu,\"notes\":%" PRIu64 ",\"ahead\":%" PRIu64 ",\"logged\":%" PRIu64
 		",\"listings\":%" PRIu64 ",\"map_bytes\":%" PRIu64 ",\"entries\":%" PRIu64 "}}\n",
 		c->enabled ? "true" : "false", c->hits, c->misses, tracelog_round_trips(t), c->notes,
-		c->logged, c->listings, c->map_bytes, c->entries);
+		c->ahead, c->logged, c->listings, c->map_bytes, c->entries);
 	free(hid);
 	free(ref);
 	free(unk);

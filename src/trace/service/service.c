@@ -112,6 +112,28 @@ static void decide(struct trace_service *ts, int client, const struct kiln_query
 	tracelog_query(&ts->log, client, ts->path, q->access, &ts->dec);
 }
 
+/* The other read class (STAT or READ) of a STAT or READ question whose ALLOW
+ * was just given, when its answer for the same path and qflags is that ALLOW
+ * too for the whole run and nobody has asked it yet (proto.h, `ahead`): the
+ * asker may answer it itself and tell us with a NOTE, which is decided and
+ * logged as its QUERY would have been. A finding (unknown to the registry)
+ * is never answered ahead. EXEC is not: its cached answer carries flags. */
+static uint32_t answered_ahead(struct trace_service *ts, int client, const struct kiln_query *q)
+{
+	const struct sbx_decision *d = &ts->dec;
+	if (!caching(ts) || (q->access != KILN_A_STAT && q->access != KILN_A_READ) ||
+	    d->verdict != KILN_V_ALLOW || d->reason != SBX_OK || !d->stable || d->unknown)
+		return 0;
+	unsigned other = q->access == KILN_A_STAT ? KILN_A_READ : KILN_A_STAT;
+	if (verdict_cache_has(ts->vc, ts->path, other, q->qflags))
+		return 0;
+	struct sbx_decision *o = &ts->ahead;
+	sandbox_decide(&ts->sbx, client_pid(ts, client), ts->path, other, q->qflags, o);
+	return o->verdict == KILN_V_ALLOW && o->reason == SBX_OK && o->stable && !o->unknown
+		       ? other
+		       : 0;
+}
+
 static int on_query(struct trace_service *ts, int client, int fd, const char *payload, size_t len)
 {
 	struct kiln_query q;
@@ -121,6 +143,7 @@ static int on_query(struct trace_service *ts, int client, int fd, const char *pa
 	struct kiln_verdict_msg v = { .verdict = ts->report_only ? KILN_V_ALLOW : ts->dec.verdict };
 	if (!ts->report_only)
 		bind_answer(ts, q.access, &v);
+	v.ahead = answered_ahead(ts, client, &q);
 	if (v.verdict == KILN_V_ALLOW)
 		sandbox_write_passed(&ts->sbx, ts->path, q.access, &ts->dec);
 	/* Before the answer: the asker's next identical question is a hit. */
@@ -129,10 +152,11 @@ static int on_query(struct trace_service *ts, int client, int fd, const char *pa
 	return kiln_msg_send(fd, KILN_MSG_VERDICT, &v, sizeof v, NULL, 0, MSG_DONTWAIT);
 }
 
-/* A read-class question about a path the client found absent, with no
- * symlink on its way (docs/verdict-cache.md, "Absent paths"): every verdict
- * ends in the real call's ENOENT, so the client did not wait. Decided,
- * logged and cached as a QUERY is; nothing is sent back. */
+/* A read-class question the client answered itself: about a path it found
+ * absent, with no symlink on its way (docs/verdict-cache.md, "Absent
+ * paths": every verdict ends in the real call's ENOENT), or one a VERDICT
+ * answered ahead. Decided, logged and cached as a QUERY is; nothing is sent
+ * back. */
 static int on_note(struct trace_service *ts, int client, const char *payload, size_t len)
 {
 	struct kiln_query q;

@@ -23,6 +23,7 @@ struct trace_service {
 	struct locale_plan_cache *locales; /* locale.alias and locale-archive, read once */
 	struct locale_env locale_env;      /* where glibc looks (tests point it elsewhere) */
 	struct sbx_decision dec;
+	struct sbx_decision ahead; /* another class's decision (answered_ahead) */
 	char path[KILN_PATH_MAX + 1];
 };
 

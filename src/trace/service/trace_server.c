@@ -215,6 +215,7 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 		ts->log.cache.hits = cs.hits;
 		ts->log.cache.misses = cs.misses;
 		ts->log.cache.listings = cs.listings;
+		ts->log.cache.ahead = cs.ahead;
 		ts->log.cache.map_bytes = cs.map_bytes;
 		ts->log.cache.entries = cs.entries;
 	}

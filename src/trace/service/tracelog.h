@@ -63,6 +63,7 @@ struct trace_cache_figures {
 	bool enabled;
 	uint64_t hits, misses, listings, map_bytes, entries;
 	uint64_t notes;  /* NOTE messages: questions told, not asked */
+	uint64_t ahead;  /* ... of which answered ahead by a round trip (untrusted) */
 	uint64_t notes_decided; /* ... of which the map did not hold the answer yet */
 	uint64_t logged; /* access-log slots believed ('S' answers) */
 };

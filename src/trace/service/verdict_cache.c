@@ -389,6 +389,7 @@ void verdict_cache_stats(const struct verdict_cache *vc, struct verdict_cache_st
 			st->hits += __atomic_load_n(&s->hits, __ATOMIC_RELAXED);
 			st->misses += __atomic_load_n(&s->misses, __ATOMIC_RELAXED);
 			st->listings += __atomic_load_n(&s->listings, __ATOMIC_RELAXED);
+			st->ahead += __atomic_load_n(&s->ahead, __ATOMIC_RELAXED);
 		}
 	}
 	struct shmmap_stats ms;

@@ -68,6 +68,7 @@ void verdict_cache_data(struct verdict_cache *vc, unsigned kind, unsigned arg, c
 
 struct verdict_cache_stats {
 	uint64_t hits, misses, listings; /* summed from the statistics file (untrusted) */
+	uint64_t ahead;                  /* ... misses answered ahead, told (ditto) */
 	uint64_t map_bytes, entries;
 };
 void verdict_cache_stats(const struct verdict_cache *vc, struct verdict_cache_stats *st);
