@@ -87,9 +87,9 @@ static void forget(struct kept_table *m)
 static int run_open(struct closure_run *a, struct kiln_registry *reg, const char *base_sql)
 {
 	*a = (struct closure_run){ .reg = reg };
-	if (reg->snap && !reg->closure_memo)
+	if (registry_frozen(reg) && !reg->closure_memo)
 		reg->closure_memo = calloc(1, sizeof *reg->closure_memo);
-	a->keep = reg->snap ? reg->closure_memo : NULL;
+	a->keep = registry_frozen(reg) ? reg->closure_memo : NULL;
 	a->memo = a->keep ? &a->keep->answers : &a->own;
 	struct {
 		sqlite3_stmt **st;

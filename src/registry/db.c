@@ -74,6 +74,16 @@ void registry_sql_message(sqlite3 *db, int rc, const char *path, char *err, size
 	}
 }
 
+void registry_finalize_statements(struct kiln_registry *reg)
+{
+	sqlite3_stmt **stmts[] = { &reg->st_owners, &reg->st_link_owners, &reg->st_name, &reg->st_dir,
+				   &reg->st_resolve, &reg->st_resolve_arch };
+	for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++) {
+		sqlite3_finalize(*stmts[i]);
+		*stmts[i] = NULL;
+	}
+}
+
 sqlite3_stmt *registry_stmt(struct kiln_registry *reg, sqlite3_stmt **slot, const char *sql)
 {
 	if (!*slot) {
@@ -243,7 +253,8 @@ struct kiln_registry *registry_open(const char *path, int flags, char *err, size
 	sqlite3_busy_timeout(reg->db, registry_busy_ms());
 	sqlite3_extended_result_codes(reg->db, 0);
 	if (registry_check_schema(reg->db, path, rw, err, errlen) ||
-	    ((flags & REGISTRY_SNAPSHOT) && registry_snapshot(reg, err, errlen))) {
+	    ((flags & REGISTRY_SNAPSHOT) && registry_snapshot(reg, err, errlen)) ||
+	    ((flags & REGISTRY_SNAPSHOT_LATER) && registry_snapshot_begin(reg, err, errlen))) {
 		registry_close(reg);
 		return NULL;
 	}
@@ -254,10 +265,8 @@ void registry_close(struct kiln_registry *reg)
 {
 	if (!reg)
 		return;
-	sqlite3_stmt *stmts[] = { reg->st_owners, reg->st_link_owners, reg->st_name, reg->st_dir,
-				  reg->st_resolve, reg->st_resolve_arch };
-	for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++)
-		sqlite3_finalize(stmts[i]);
+	registry_snapshot_abandon(reg);
+	registry_finalize_statements(reg);
 	sqlite3_close(reg->db);
 	if (reg->snap)
 		munmap(reg->snap, reg->snaplen);

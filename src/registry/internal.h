@@ -3,6 +3,7 @@
 #define KILN_REGISTRY_INTERNAL_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <sqlite3.h>
 
@@ -30,12 +31,34 @@ struct kiln_registry {
 	char err[PATH_MAX + 256]; /* last error, for registry_errmsg() */
 	void *snap;               /* REGISTRY_SNAPSHOT: the sealed copy, mapped */
 	size_t snaplen;
+	/* REGISTRY_SNAPSHOT_LATER until registry_snapshot_finish: the copy
+	 * being taken, the file read under SQLite's shared lock meanwhile. */
+	struct registry_copy *copy;
 	/* A snapshot never changes, so its closures (either profile) share
 	 * the base sets, the name lookups and the dependency rows, each worked
 	 * out once (closure_kept.c); the report's unused Build-Depends need one
 	 * closure per declared name. */
 	struct registry_closure_memo *closure_memo;
 };
+
+/* The copy a snapshot is taken into, by a thread of its own. */
+struct registry_copy {
+	pthread_t thread;
+	int fd;      /* the registry file */
+	int memfd;   /* the copy, sealed when complete */
+	size_t size;
+	int err;     /* the thread's outcome: 0 or an errno */
+};
+
+/* Whether the handle's answers cannot change: a snapshot, or one being
+ * taken (the file under SQLite's shared lock until then). */
+static inline bool registry_frozen(const struct kiln_registry *reg)
+{
+	return reg->snap || reg->copy;
+}
+
+/* Finalizes the handle's prepared statements (prepared again when used). */
+void registry_finalize_statements(struct kiln_registry *reg);
 
 /* Frees what the closures kept on a snapshot handle. */
 void registry_closure_memo_free(struct registry_closure_memo *m);
@@ -47,6 +70,11 @@ int registry_seal_copy(int memfd);
 /* Replaces the handle's file by a sealed in-memory copy of it, taken under a
  * read lock (snapshot.c). 0, or -1 with a message naming the file in err. */
 int registry_snapshot(struct kiln_registry *reg, char *err, size_t errlen);
+/* The same in two steps: begin takes the read lock and starts the copy in a
+ * thread (registry_snapshot_finish, registry.h, ends it); abandon waits for
+ * the thread and drops the copy (a handle closed before it finished). */
+int registry_snapshot_begin(struct kiln_registry *reg, char *err, size_t errlen);
+void registry_snapshot_abandon(struct kiln_registry *reg);
 
 /* Formats a clear message for SQLite result code rc on database `path`. */
 void registry_sql_message(sqlite3 *db, int rc, const char *path, char *err, size_t errlen);

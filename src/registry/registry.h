@@ -27,6 +27,12 @@ enum registry_open_flags {
 	 * open, so nothing done to the file afterwards (a build rewriting it
 	 * in place or through a hard link) changes what the handle answers. */
 	REGISTRY_SNAPSHOT = 2,
+	/* As REGISTRY_SNAPSHOT, but the copy is taken by a thread while the
+	 * handle answers from the file under SQLite's shared lock (no SQLite
+	 * writer can commit meanwhile); registry_snapshot_finish() moves the
+	 * handle onto the copy, and must be called before anything that may
+	 * rewrite the file runs (for kiln trace: before the build starts). */
+	REGISTRY_SNAPSHOT_LATER = 4,
 };
 
 enum registry_kind {
@@ -43,6 +49,11 @@ const char *registry_default_path(char *buf, size_t len);
  * NULL with a message naming the file and cause in err. */
 struct kiln_registry *registry_open(const char *path, int flags, char *err, size_t errlen);
 void registry_close(struct kiln_registry *reg);
+
+/* Waits for the copy a REGISTRY_SNAPSHOT_LATER handle is taking and moves
+ * the handle onto it (nothing to do for any other handle). 0, or -1 with a
+ * message naming the file in err: the handle is then not usable. */
+int registry_snapshot_finish(struct kiln_registry *reg, char *err, size_t errlen);
 
 /* Package ids of every package that lists canonical path `path` (a regular
  * file normally has one owner, a directory many). Writes up to `cap` ids into

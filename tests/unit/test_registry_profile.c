@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -307,6 +308,62 @@ static void snapshot_host_closures(void **state)
 	}
 }
 
+/* 0, or SQLite's result code, of a write transaction on `path` that does
+ * not wait for a lock. */
+static int try_write(const char *path)
+{
+	sqlite3 *w;
+	assert_int_equal(sqlite3_open_v2(path, &w, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+	sqlite3_busy_timeout(w, 0);
+	int rc = sqlite3_exec(w, "BEGIN IMMEDIATE; CREATE TABLE probe(x); COMMIT;", NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		sqlite3_exec(w, "ROLLBACK", NULL, NULL, NULL);
+	sqlite3_close(w);
+	return rc == SQLITE_OK ? 0 : rc;
+}
+
+/* REGISTRY_SNAPSHOT_LATER: closures worked out while the copy is taken are
+ * a fresh handle's; no SQLite writer commits until registry_snapshot_finish
+ * has moved the handle onto the copy; after it, rewriting the file in place
+ * changes no answer. A handle closed before finishing leaves nothing
+ * behind (the thread joined, the copy freed: the sanitizer builds). */
+static void snapshot_taken_later(void **state)
+{
+	(void)state;
+	char copy[PATH_MAX + 64];
+	snprintf(copy, sizeof copy, "%s/later.db", dir);
+	char cmd[3 * PATH_MAX];
+	snprintf(cmd, sizeof cmd, "cp '%s' '%s'", db, copy);
+	assert_int_equal(system(cmd), 0);
+
+	struct kiln_registry *gone = registry_open(copy, REGISTRY_SNAPSHOT_LATER, err, sizeof err);
+	assert_non_null(gone);
+	registry_close(gone);
+
+	struct kiln_registry *snap = registry_open(copy, REGISTRY_SNAPSHOT_LATER, err, sizeof err);
+	assert_non_null(snap);
+	char want[2][2048];
+	snprintf(want[0], sizeof want[0], "%s", closure(CHROOT, true, "awkuser"));
+	snprintf(want[1], sizeof want[1], "%s", closure(HOST, false, "www-browser"));
+	assert_string_equal(closure_in(snap, CHROOT, true, "awkuser"), want[0]);
+	assert_int_equal(try_write(copy), SQLITE_BUSY);
+	assert_int_equal(registry_snapshot_finish(snap, err, sizeof err), 0);
+	assert_int_equal(registry_snapshot_finish(snap, err, sizeof err), 0); /* nothing left */
+	assert_int_equal(try_write(copy), 0);
+
+	FILE *f = fopen(copy, "r+");
+	assert_non_null(f);
+	char junk[4096];
+	memset(junk, 'x', sizeof junk);
+	for (int i = 0; i < 64; i++)
+		assert_int_equal(fwrite(junk, 1, sizeof junk, f), sizeof junk);
+	fclose(f);
+	assert_string_equal(closure_in(snap, CHROOT, true, "awkuser"), want[0]);
+	assert_string_equal(closure_in(snap, HOST, false, "www-browser"), want[1]);
+	registry_close(snap);
+	unlink(copy);
+}
+
 /* One name asked with and without an architecture qualifier in the same
  * closure: two questions, two answers (libq:i386 is not installed, libq
  * is). */
@@ -330,6 +387,7 @@ int main(void)
 		cmocka_unit_test(build_depends_groups),
 		cmocka_unit_test(snapshot_reuses_the_base_set),
 		cmocka_unit_test(snapshot_host_closures),
+		cmocka_unit_test(snapshot_taken_later),
 		cmocka_unit_test(qualified_and_plain_name_in_one_closure),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -119,7 +119,10 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	int listen_fd = -1, rc = TRACE_SERVER_FAILED;
 	pid_t kiln = getppid();
 
-	struct kiln_registry *reg = registry_open(cfg->db, REGISTRY_SNAPSHOT, err, sizeof err);
+	/* The registry's copy is taken while the closure and the plans are
+	 * worked out from the file under SQLite's lock, and finished before
+	 * the build can reach the file (docs/registry.md, Snapshot). */
+	struct kiln_registry *reg = registry_open(cfg->db, REGISTRY_SNAPSHOT_LATER, err, sizeof err);
 	if (!reg)
 		goto fail;
 	if (cfg->control &&
@@ -173,6 +176,8 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	size_t vn = strlen(vars);
 	vn += (size_t)snprintf(vars + vn, sizeof vars - vn, "\n");
 	plan_ahead(ts, cfg, vars + vn, sizeof vars - vn);
+	if (registry_snapshot_finish(reg, err, sizeof err) < 0)
+		goto fail;
 	say_ready(ready_fd, NULL, vars);
 	ready_fd = -1;
 
