@@ -111,10 +111,10 @@ struct kiln_verdict_msg {
 			    * no file (an open must fail, or create a new one) */
 	uint64_t dev, ino;
 	uint64_t dir_dev, dir_ino;
-	/* Read classes (STAT, READ, EXEC) other than the one asked whose answer
-	 * for the same path and qflags is this ALLOW too, for the whole run
-	 * (STABLE, not yet asked by anyone): the asking process may answer its
-	 * own next such question and tell the server with a NOTE
+	/* For a STAT question READ, for a READ question STAT, when that class's
+	 * answer for the same path and qflags is this ALLOW too, for the whole
+	 * run (STABLE, not yet asked by anyone): the asking thread may answer
+	 * its own next such question and tell the server with a NOTE
 	 * (docs/verdict-cache.md, "Answered ahead"). 0 for every other answer. */
 	uint32_t ahead;
 	uint32_t reserved; /* 0 */

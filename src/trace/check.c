@@ -31,11 +31,6 @@ int kt_path_tail_n(const char *path, size_t len)
 		       (path[len - 1] == '.' && (len == 1 || path[len - 2] == '/')));
 }
 
-int kt_path_follows_tail(const char *path)
-{
-	return kt_path_tail_n(path, strlen(path));
-}
-
 int kt_check(int dirfd, const char *path, unsigned access, unsigned qflags, int atflags)
 {
 	bool writes = access & (KILN_A_WRITE | KILN_A_CREATE | KILN_A_DELETE);

@@ -492,25 +492,24 @@ int kt_ask_bound(struct kt_question *req, size_t plen, unsigned access, unsigned
 	kt_init();
 	if (plen > KILN_PATH_MAX)
 		return KILN_V_ERROR;
-	int cached;
-	if (!(flags & KILN_ASK_SERVER) &&
-	    kt_cache_ask(req->path, plen, access, qflags, (flags & KILN_ASK_BIND) != 0, &cached,
-			 &b->how)) {
+	if (flags & KILN_ASK_SERVER)
+		return ask_server(req, plen, access, qflags, b);
+	int cached, bind = (flags & KILN_ASK_BIND) != 0;
+	if (kt_cache_ask(req->path, plen, access, qflags, bind, &cached, &b->how)) {
 		b->id_flags = 0; /* a cache value has no identities */
 		b->cached = 1;
 		return cached;
 	}
-	if (!(flags & KILN_ASK_SERVER) && answered_ahead(req, plen, access, qflags)) {
+	if (answered_ahead(req, plen, access, qflags)) {
 		/* An answer for the whole run: nothing to bind. */
 		*b = (struct kiln_binding){ .how = KILN_BIND_ANY, .cached = 1 };
 		return KILN_V_ALLOW;
 	}
-	if (!(flags & KILN_ASK_SERVER) &&
-	    note_absent(req, plen, access, qflags, (flags & KILN_ASK_BIND) != 0)) {
+	if (note_absent(req, plen, access, qflags, bind)) {
 		/* Opened without following a symlink: one made meanwhile
 		 * sends the open to the server (ELOOP), as for an AREA value. */
 		*b = (struct kiln_binding){
-			.how = (flags & KILN_ASK_BIND) ? KILN_BIND_NO_SYMLINKS : KILN_BIND_ANY,
+			.how = bind ? KILN_BIND_NO_SYMLINKS : KILN_BIND_ANY,
 			.cached = 1,
 		};
 		return KILN_V_ALLOW;

@@ -91,8 +91,8 @@ int kt_path_join(const char *base, const char *rel, char *out);
  * directory, read with a raw getcwd; else the fd's path from /proc/self/fd).
  * Returns the length or a negative errno. */
 int kt_path_at(int dirfd, const char *path, char *out);
-/* The same, and *tail (may be NULL) = kt_path_follows_tail(path), found
- * in the same pass over `path`. */
+/* The same, and *tail (may be NULL) = kt_path_tail_n(path, strlen(path)),
+ * found in the same pass over `path`. */
 int kt_path_at_tail(int dirfd, const char *path, char *out, int *tail);
 
 /* Path of an open fd (readlink of /proc/self/fd/N). Length or -errno. */
@@ -145,11 +145,9 @@ unsigned kt_open_qflags(int flags);
 unsigned kt_fopen_access(const char *mode);
 unsigned kt_fopen_qflags(const char *mode);
 
-/* True when a path's last component is followed whatever the call says:
- * "link/", "link/." and "." (the clean path sent drops them). The hooks
- * get it from kt_path_at_tail's pass; this strlen form is its reference. */
-int kt_path_follows_tail(const char *path);
-/* The same of the first len bytes of path. */
+/* True when the last component of the first len bytes of path is followed
+ * whatever the call says: "link/", "link/." and "." (the clean path sent
+ * drops them). The hooks get it from kt_path_at_tail's pass. */
 int kt_path_tail_n(const char *path, size_t len);
 
 /* ---- bind.c: opening what was checked (issue 9, class 5) --------------- */
