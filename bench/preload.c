@@ -27,6 +27,12 @@
  *                                     first: NAME "" takes $LC_ALL...)
  *   preload spawn-locale N NAME       posix_spawn `preload locale NAME` N times
  *                                     in this process's own environment
+ *   preload fork N                    fork N children that do what a shell's
+ *                                     child of a pipe or $(...) does before
+ *                                     it runs anything (dup2 onto stdout,
+ *                                     close, one write) and _exit; the parent
+ *                                     itself never calls dup2 or close; ns
+ *                                     per child
  */
 #include <fcntl.h>
 #include <locale.h>
@@ -83,6 +89,40 @@ static int spawn_n(int n, const char *self, const posix_spawn_file_actions_t *fa
 	}
 	free(junk);
 	wall /= n;
+	getrusage(RUSAGE_CHILDREN, &r1);
+	fprintf(stderr, "cpu_ns=%.0f minflt=%.1f\n", (cpu_ns(&r1) - cpu_ns(&r0)) / n,
+		(double)(r1.ru_minflt - r0.ru_minflt) / n);
+	printf("%.0f\n", wall);
+	return 0;
+}
+
+/* Forks n children, each of which sets up its stdout as a shell's child of
+ * a pipe does and exits; prints ns per child, and on stderr the children's
+ * CPU time and minor page faults per child (as spawn_n). */
+static int fork_n(int n)
+{
+	int p[2];
+	if (pipe(p) != 0)
+		return 1;
+	struct rusage r0, r1;
+	getrusage(RUSAGE_CHILDREN, &r0);
+	double t0 = now_ns();
+	for (int i = 0; i < n; i++) {
+		pid_t pid = fork();
+		if (pid < 0)
+			return 1;
+		if (pid == 0) {
+			if (dup2(p[1], 1) < 0 || close(p[0]) || close(p[1]) || write(1, "x", 1) != 1)
+				_exit(1);
+			_exit(0);
+		}
+		char c;
+		int st;
+		if (read(p[0], &c, 1) != 1 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+		    WEXITSTATUS(st))
+			return 1;
+	}
+	double wall = (now_ns() - t0) / n;
 	getrusage(RUSAGE_CHILDREN, &r1);
 	fprintf(stderr, "cpu_ns=%.0f minflt=%.1f\n", (cpu_ns(&r1) - cpu_ns(&r0)) / n,
 		(double)(r1.ru_minflt - r0.ru_minflt) / n);
@@ -189,6 +229,8 @@ int main(int argc, char **argv)
 		printf("%.0f\n", t / n);
 		return 0;
 	}
+	if (argc == 3 && !strcmp(argv[1], "fork"))
+		return fork_n(atoi(argv[2]));
 	if (argc >= 4 && !strcmp(argv[1], "spawn-prog")) {
 		int n = atoi(argv[2]);
 		return spawn_n(n, argv[3], NULL, argv + 3, environ, 0);
@@ -196,6 +238,6 @@ int main(int argc, char **argv)
 	fprintf(stderr, "usage: preload noop | spawn N with|without LIB | spawn N inherit | "
 			"stat N PATH | open N PATH | stat-open FILE | spawn-stat N K PATH | spawn-stat-cold N K PATH MB | "
 			"spawn-prog N PROG [ARG...] | "
-			"locale NAME | spawn-locale N NAME\n");
+			"locale NAME | spawn-locale N NAME | fork N\n");
 	return 2;
 }

@@ -228,7 +228,7 @@ static void unclaim(int slot)
 	atomic_store_explicit(&pool[slot].busy, 0, memory_order_release);
 }
 
-void kt_client_after_fork(void)
+KT_FORK_PATH void kt_client_after_fork(void)
 {
 	/* The child owns a copy of the pool: the parent's threads that held
 	 * slots do not exist here, and the sockets are the parent's. */
@@ -240,7 +240,9 @@ void kt_client_after_fork(void)
 			kt_close(fd);
 		atomic_store(&pool[i].busy, 0);
 	}
-	atomic_store_explicit(&pool_pid, kt_getpid(), memory_order_release);
+	/* unclaimed: the child's first question claims it (a getpid then,
+	 * not in every child a shell forks) */
+	atomic_store_explicit(&pool_pid, 0, memory_order_release);
 }
 
 int kt_is_kiln_fd(int fd)

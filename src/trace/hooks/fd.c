@@ -153,9 +153,14 @@ void kt_fd_resolve(void)
 	kt_real(&real_fcntl64, "fcntl64");
 }
 
-KT_EXPORT pid_t fork(void)
+/* The parent looks up what a forked child commonly calls before it execs
+ * (a shell's child sets up its redirections and pipes): looked up in the
+ * child, each would be a dlsym and the page faults of its walk in every
+ * child, the slot forgotten when the child exits. */
+KT_EXPORT KT_FORK_PATH pid_t fork(void)
 {
 	kt_exec_resolve();
+	kt_fd_resolve();
 	pid_t pid = REAL(fork, pid_t (*)(void))();
 	if (pid == 0) {
 		kt_client_after_fork();
