@@ -213,6 +213,34 @@ def test_fork_child_has_its_own_connection(tree):
     assert len(set(srv.hellos)) == 2  # parent and child each connected
 
 
+def test_fork_children_find_the_fd_functions_looked_up(tree, tmp_path):
+    """A forked child that sets up its descriptors before anything else (a
+    shell's child of a pipe) finds the real fcntl and close already looked
+    up by its parent: no dlsym in each child (ld.so's LD_DEBUG=bindings
+    shows every symbol the library looks up, with the pid of the process)."""
+    _, srv, _ = tree
+    dbg = tmp_path / "ld-debug"
+    dbg.mkdir()
+    env = env_for(srv.path, {"LD_DEBUG": "bindings", "LD_DEBUG_OUTPUT": str(dbg / "pid")})
+    args = []
+    for _ in range(3):
+        args += ["fork", "dupfd-close", "200", ";"]
+    lines, _ = hookcall(srv.path, *args, env=env)
+    assert [l.split()[2] for l in lines] == ["OK"] * 3
+    lookups = {}  # pid -> the real functions the library looked up in it
+    for f in dbg.iterdir():  # a forked child writes to its parent's file
+        for l in f.read_text().splitlines():
+            if f"binding file {PRELOAD} " in l and "normal symbol `" in l:
+                lookups.setdefault(l.split(":")[0].strip(), set()).add(
+                    l.split("`")[1].split("'")[0])
+    parent = [p for p, names in lookups.items() if "fork" in names]
+    assert len(parent) == 1, lookups
+    assert {"fcntl", "close"} <= lookups[parent[0]]
+    for p, names in lookups.items():
+        if p != parent[0]:
+            assert not names & {"fcntl", "close", "dup2", "dup3"}, (p, names)
+
+
 def test_vfork_exec(tree):
     root, srv, _ = tree
     lines, _ = hookcall(srv.path, "stat", f"{root}/vis/a",
