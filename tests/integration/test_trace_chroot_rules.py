@@ -4,6 +4,7 @@ trees show only files a package of the closure owns (a toolkit unpacked in
 invoking user's home directory but for the build tree, its parent (the
 artifacts' directory) and kiln's own needs. Each hidden path answers as a
 missing one."""
+import json
 import os
 import sys
 
@@ -112,6 +113,46 @@ def test_chroot_profile_hides_the_home_directory_but_the_build_tree(kiln_bin):
         # The host profile does not hide it.
         got, _ = probe(w, args, pkg, env, "--deps-from-control", ctl, "--ask", w.sys, "--profile", "host")
         assert got[f"{shims}/python3"] == "OK"
+    finally:
+        w.cleanup()
+
+
+def test_build_tree_inside_the_hidden_home_is_answered_from_the_map(kiln_bin, trace_cached):
+    """The build tree's paths are area paths though the home around them is
+    hidden: repeated reads of its files are cache hits, while the home's
+    own entries stay hidden, from the map or not."""
+    w = World(kiln_bin, [])
+    try:
+        home = os.path.join(w.top, "home")
+        pkg = os.path.join(home, "src", "pkg")
+        os.makedirs(os.path.join(pkg, "debian"))
+        os.makedirs(os.path.join(home, ".ssh"))
+        with open(os.path.join(home, ".ssh", "id"), "w") as f:
+            f.write("secret\n")
+        ctl = os.path.join(pkg, "debian", "control")
+        with open(ctl, "w") as f:
+            f.write("Source: pkg\nBuild-Depends: libdep-dev\n\nPackage: pkg\nArchitecture: any\n")
+        env = dict(os.environ, HOME=home)
+        # (the build's own HOME is sbuild's /sbuild-nonexistent)
+        def trace(n, *extra):
+            script = (f"for i in $(seq {n}); do cat debian/control >/dev/null; "
+                      f"cat {home}/.ssh/id 2>/dev/null; ls -a {home}; done")
+            out = os.path.join(w.top, "r.json")
+            r = run([w.kiln, "trace", "--db", w.db, "--deps-from-control", ctl, "--ask", w.sys,
+                     *extra, "--json", "-o", out, "--", "sh", "-c", script], cwd=pkg, env=env)
+            assert r.returncode == 0, r.stderr[-2000:]
+            assert r.stdout.split() == [".", "..", "src"] * n, r.stdout
+            with open(out) as f:
+                return json.load(f)["cache"]["round_trips"]
+        for extra in ([], ["--no-cache"]):
+            once, tenfold = trace(1, *extra), trace(10, *extra)
+            if trace_cached and not extra:
+                # nine turns more: the build tree's reads are hits; the
+                # hidden file's read and the listing of the home (hidden,
+                # but on the way to the build tree: not an area) are asked
+                # each time (five round trips a turn when the home's deny rule
+                # kept every path below it out of the map)
+                assert tenfold - once <= 2 * 9, (once, tenfold)
     finally:
         w.cleanup()
 

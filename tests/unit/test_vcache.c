@@ -342,6 +342,73 @@ static void test_names_beside_a_rule_of_the_same_action(void **state)
 	assert_false(tmp_names_with(POLICY_OWNED));
 }
 
+/* The chroot profile hides the invoking user's home; a build directory
+ * inside it stays reachable (sandbox.c: a hidden directory on the way to a
+ * visible area is walked through). Paths in that build directory are area
+ * paths like any other: their value holds whatever the file system does,
+ * while nothing else of the home is answered from the map. */
+static void test_build_directory_inside_a_hidden_home(void **state)
+{
+	(void)state;
+	static const char *const dirs[] = { "/build/home", "/build/home/u", "/build/home/u/src",
+					    "/build/home/u/src/pkg", "/build/home/u/.ssh" };
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+		assert_int_equal(mkdir(at(dirs[i]), 0700), 0);
+	static const char *const files[] = { "/build/home/u/src/pkg/f.c", "/build/home/u/.ssh/id",
+					     "/build/home/u/src/pkg_1.0.dsc" };
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+		touch(files[i]);
+	struct policy p;
+	policy_init(&p);
+	assert_int_equal(policy_add(&p, POLICY_READ, "/", err, sizeof err), 0);
+	assert_int_equal(policy_add(&p, POLICY_ALLOW, at("/build/home/u/src/pkg"), err, sizeof err), 0);
+	assert_int_equal(policy_add(&p, POLICY_DENY, at("/build/home"), err, sizeof err), 0);
+	assert_int_equal(policy_add(&p, POLICY_READ, at("/build/home/u/src"), err, sizeof err), 0);
+	policy_compile(&p);
+	struct sandbox s;
+	sandbox_init(&s, &p, (struct sbx_oracle){ NULL, fake_owner_by_name });
+	struct sbx_decision dd;
+	/* every area answer is the server's own decision for that path */
+	static const struct {
+		const char *rel;
+		unsigned access;
+		int area;
+	} cases[] = {
+		{ "/build/home/u/src/pkg/f.c", KILN_A_READ, KILN_V_ALLOW },
+		{ "/build/home/u/src/pkg/new.o", KILN_A_WRITE | KILN_A_CREATE, KILN_V_ALLOW },
+		{ "/build/home/u/src/pkg", KILN_A_STAT, KILN_V_ALLOW },
+		{ "/build/home/u/src/pkg/../pkg_1.0.dsc", KILN_A_READ, KILN_V_ALLOW },
+		{ "/build/home/u/src/pkg_1.0.dsc", KILN_A_WRITE, KILN_V_DENY },
+		{ "/build/home/u/.ssh/id", KILN_A_READ, -1 },
+		{ "/build/home/u/src/pkg/../../.ssh/id", KILN_A_READ, -1 },
+		{ "/build/home/u/.profile", KILN_A_STAT, -1 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const char *path = at(cases[i].rel);
+		int area = verdict_cache_area_verdict(&p, path, cases[i].access);
+		assert_int_equal(area, cases[i].area);
+		sandbox_decide(&s, 1, path, cases[i].access, 0, &dd);
+		if (area >= 0)
+			assert_int_equal((int)dd.verdict, area);
+		else if (strstr(path, "/.ssh/")) /* there, and hidden: never from the map */
+			assert_int_equal((int)dd.verdict, KILN_V_HIDE);
+	}
+	/* the build directory's listing and fresh names: from the map; the
+	 * hidden home's and its way's: never */
+	assert_true(verdict_cache_area_listing(&p, at("/build/home/u/src/pkg")));
+	assert_true(verdict_cache_area_names(&p, at("/build/home/u/src/pkg")));
+	assert_false(verdict_cache_area_listing(&p, at("/build/home/u")));
+	assert_false(verdict_cache_area_names(&p, at("/build/home/u")));
+	assert_false(verdict_cache_area_listing(&p, at("/build/home")));
+	assert_false(verdict_cache_area_names(&p, at("/build/home")));
+	sandbox_free(&s);
+	policy_free(&p);
+	for (size_t i = sizeof files / sizeof files[0]; i-- > 0;)
+		assert_int_equal(unlink(at(files[i])), 0);
+	for (size_t i = sizeof dirs / sizeof dirs[0]; i-- > 0;)
+		assert_int_equal(rmdir(at(dirs[i])), 0);
+}
+
 struct logged {
 	char paths[8][PATH_MAX + 64];
 	unsigned access[8];
@@ -515,6 +582,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_area_verdicts_need_a_symlink_free_path),
 		cmocka_unit_test(test_fresh_names_in_an_area_directory),
 		cmocka_unit_test(test_names_beside_a_rule_of_the_same_action),
+		cmocka_unit_test(test_build_directory_inside_a_hidden_home),
 		cmocka_unit_test(test_listings),
 		cmocka_unit_test(test_counters_and_pids),
 	};

@@ -139,20 +139,20 @@ static bool proc_clean(const char *q)
 	return strspn(c, "0123456789") < n;
 }
 
-/* No rule that hides or asks the registry covers canonical node q, and it
- * is not a per-process part of /proc: q is visible whatever the file
- * system holds. `last`: q is the walk's end (/proc is a clean step on the
- * way to /proc/filesystems, never an end). */
+/* Canonical node q is visible whatever the file system holds, as the
+ * server's walk decides it (sandbox.c, visibility): the rule that governs
+ * it shows it (allow, read), or hides it (deny) while q leads to a visible
+ * area below (the invoking user's home, hidden by the chroot profile, on
+ * the way to a build directory inside it); a rule that asks the registry
+ * depends on the file. And q is not a per-process part of /proc. `last`:
+ * q is the walk's end (/proc is a clean step on the way to
+ * /proc/filesystems, never an end). */
 static bool node_clean(const struct policy *p, const char *q, bool last)
 {
 	if (!strcmp(q, "/proc") ? last : !proc_clean(q))
 		return false;
-	for (size_t i = 0; i < p->n; i++) {
-		const struct policy_rule *r = &p->rules[i];
-		if (r->action >= POLICY_ASK && policy_covers(r, q))
-			return false;
-	}
-	return true;
+	enum policy_action a = policy_action_for(p, q);
+	return a < POLICY_ASK || (a == POLICY_DENY && policy_leads_to_visible(p, q, strlen(q)));
 }
 
 /* Walks `path` lexically ("." dropped, ".." popping) as the server's walk
@@ -212,6 +212,10 @@ bool verdict_cache_area_listing(const struct policy *p, const char *dir)
 	size_t dl = strlen(dir);
 	if (dir[0] != '/' || dl > KILN_PATH_MAX || !walk_clean(p, dir, norm) || strcmp(norm, dir))
 		return false;
+	/* A directory a deny rule hides but that leads to a visible area is
+	 * walked through, and listed with only that way shown. */
+	if (policy_action_for(p, dir) >= POLICY_ASK)
+		return false;
 	/* An entry is hidden only by a hiding or asking rule for it or below. */
 	for (size_t i = 0; i < p->n; i++) {
 		const struct policy_rule *r = &p->rules[i];
@@ -235,6 +239,8 @@ bool verdict_cache_area_names(const struct policy *p, const char *dir)
 	 * of dir has (the build directory `allow`ed inside /tmp) changes
 	 * nothing for X; any other withholds the value. */
 	enum policy_action here = policy_action_for(p, dir);
+	if (here >= POLICY_ASK)
+		return false; /* hidden (but on the way to a visible area): its names are not */
 	for (size_t i = 0; i < p->n; i++) {
 		const struct policy_rule *r = &p->rules[i];
 		if (r->len > dl + 1 && !strncmp(r->prefix, dir, dl) && r->prefix[dl] == '/' &&
