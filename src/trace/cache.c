@@ -288,9 +288,12 @@ static long open_no_symlinks(const char *path, int nofollow)
 int kt_no_symlinks(const char *path, int nofollow)
 {
 	/* ENOENT: no symlink before the missing component (the walk stops
-	 * there, the server's too). ELOOP: a symlink. Anything else: ask. */
+	 * there, the server's too). ENOTDIR: none before the file that is not
+	 * a directory (the kernel meets a symlink first and says ELOOP; dpkg's
+	 * helpers probe debian/NAME.install/DEBIAN/...). ELOOP: a symlink.
+	 * Anything else: ask. */
 	long r = open_no_symlinks(path, nofollow);
-	return r == 1 || r == -ENOENT;
+	return r == 1 || r == -ENOENT || r == -ENOTDIR;
 }
 
 /* open(O_PATH) of absolute `path`, following symlinks as the real call's
