@@ -61,17 +61,28 @@ static double cpu_ns(const struct rusage *r)
 	       (r->ru_utime.tv_usec + r->ru_stime.tv_usec) * 1e3;
 }
 
-/* Spawns and waits for `self` n times; prints ns per process on stdout, and
- * on stderr "cpu_ns=C minflt=F": the children's CPU time and minor page
- * faults per process, which a loaded machine inflates far less than the
- * wall time (scheduling waits are not in them). */
+/* Prints `wall` ns per child on stdout, and on stderr "cpu_ns=C minflt=F":
+ * the CPU time and minor page faults per child of the n children waited for
+ * since r0, which a loaded machine inflates far less than the wall time
+ * (scheduling waits are not in them). */
+static int per_child(const struct rusage *r0, int n, double wall)
+{
+	struct rusage r1;
+	getrusage(RUSAGE_CHILDREN, &r1);
+	fprintf(stderr, "cpu_ns=%.0f minflt=%.1f\n", (cpu_ns(&r1) - cpu_ns(r0)) / n,
+		(double)(r1.ru_minflt - r0->ru_minflt) / n);
+	printf("%.0f\n", wall);
+	return 0;
+}
+
+/* Spawns and waits for `self` n times (per_child's figures). */
 static int spawn_n(int n, const char *self, const posix_spawn_file_actions_t *fa, char *const *argv,
 		   char *const *envp, size_t thrash)
 {
 	char *junk = thrash ? malloc(thrash) : NULL;
 	if (thrash && !junk)
 		return 1;
-	struct rusage r0, r1;
+	struct rusage r0;
 	getrusage(RUSAGE_CHILDREN, &r0);
 	double wall = 0;
 	for (int i = 0; i < n; i++) {
@@ -88,23 +99,17 @@ static int spawn_n(int n, const char *self, const posix_spawn_file_actions_t *fa
 			return 1;
 	}
 	free(junk);
-	wall /= n;
-	getrusage(RUSAGE_CHILDREN, &r1);
-	fprintf(stderr, "cpu_ns=%.0f minflt=%.1f\n", (cpu_ns(&r1) - cpu_ns(&r0)) / n,
-		(double)(r1.ru_minflt - r0.ru_minflt) / n);
-	printf("%.0f\n", wall);
-	return 0;
+	return per_child(&r0, n, wall / n);
 }
 
 /* Forks n children, each of which sets up its stdout as a shell's child of
- * a pipe does and exits; prints ns per child, and on stderr the children's
- * CPU time and minor page faults per child (as spawn_n). */
+ * a pipe does and exits (per_child's figures). */
 static int fork_n(int n)
 {
 	int p[2];
 	if (pipe(p) != 0)
 		return 1;
-	struct rusage r0, r1;
+	struct rusage r0;
 	getrusage(RUSAGE_CHILDREN, &r0);
 	double t0 = now_ns();
 	for (int i = 0; i < n; i++) {
@@ -122,12 +127,7 @@ static int fork_n(int n)
 		    WEXITSTATUS(st))
 			return 1;
 	}
-	double wall = (now_ns() - t0) / n;
-	getrusage(RUSAGE_CHILDREN, &r1);
-	fprintf(stderr, "cpu_ns=%.0f minflt=%.1f\n", (cpu_ns(&r1) - cpu_ns(&r0)) / n,
-		(double)(r1.ru_minflt - r0.ru_minflt) / n);
-	printf("%.0f\n", wall);
-	return 0;
+	return per_child(&r0, n, (now_ns() - t0) / n);
 }
 
 int main(int argc, char **argv)

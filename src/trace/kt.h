@@ -328,11 +328,13 @@ void kt_cache_after_fork(void);
 /* Counts a question answered ahead (ahead.c) in the statistics file. */
 void kt_cache_count_ahead(void);
 /* Look up the real functions now, before a child exists: the exec family
- * (fork and vfork hooks), and close, dup2, dup3 and fcntl (vfork hook: a vfork
- * child must not call dlsym, which locks and may allocate in the parent's
- * memory). */
+ * (exec.c), and close, dup2, dup3 and fcntl, which a child calls before it
+ * execs (a shell's redirections and pipes). Called by the fork and vfork
+ * hooks: a vfork child must not call dlsym (it locks and may allocate in
+ * the parent's memory), and a forked child's lookups would be a dlsym and
+ * the page faults of its walk in every child, forgotten when it exits. */
 void kt_exec_resolve(void);
-void kt_fd_resolve(void);
+void kt_resolve_before_child(void);
 
 #pragma GCC visibility pop
 

@@ -144,8 +144,9 @@ KT_EXPORT int dup3(int oldfd, int newfd, int flags)
 	return REAL(dup3, int (*)(int, int, int))(oldfd, newfd, flags);
 }
 
-void kt_fd_resolve(void)
+void kt_resolve_before_child(void)
 {
+	kt_exec_resolve();
 	kt_real(&real_close, "close");
 	kt_real(&real_dup2, "dup2");
 	kt_real(&real_dup3, "dup3");
@@ -153,14 +154,9 @@ void kt_fd_resolve(void)
 	kt_real(&real_fcntl64, "fcntl64");
 }
 
-/* The parent looks up what a forked child commonly calls before it execs
- * (a shell's child sets up its redirections and pipes): looked up in the
- * child, each would be a dlsym and the page faults of its walk in every
- * child, the slot forgotten when the child exits. */
 KT_EXPORT KT_FORK_PATH pid_t fork(void)
 {
-	kt_exec_resolve();
-	kt_fd_resolve();
+	kt_resolve_before_child();
 	pid_t pid = REAL(fork, pid_t (*)(void))();
 	if (pid == 0) {
 		kt_client_after_fork();

@@ -25,8 +25,7 @@ KT_EXPORT pid_t __vfork(void);
 
 __attribute__((used, visibility("hidden"))) void kt_vfork_enter(void)
 {
-	kt_exec_resolve();
-	kt_fd_resolve();
+	kt_resolve_before_child();
 	kt_vfork_child = KT_VFORK_CHILD;
 }
 

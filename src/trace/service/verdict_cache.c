@@ -157,8 +157,11 @@ static bool node_clean(const struct policy *p, const char *q, bool last)
 
 /* Walks `path` lexically ("." dropped, ".." popping) as the server's walk
  * does when no symlink is met, checking every node it visits; the lexical
- * result goes to out (KILN_PATH_MAX + 1 bytes). */
-static bool walk_clean(const struct policy *p, const char *path, char *out)
+ * result goes to out (KILN_PATH_MAX + 1 bytes). `end_shown`: the end must
+ * be shown by its own rule, not only lead to a visible area (a directory
+ * hidden but on the way is listed with only that way shown: neither its
+ * listing nor its names are an area's). */
+static bool walk_clean(const struct policy *p, const char *path, char *out, bool end_shown)
 {
 	size_t len = 0;
 	const char *c = path;
@@ -189,13 +192,13 @@ static bool walk_clean(const struct policy *p, const char *path, char *out)
 	if (!len)
 		out[len++] = '/';
 	out[len] = '\0';
-	return true;
+	return !end_shown || policy_action_for(p, out) < POLICY_ASK;
 }
 
 int verdict_cache_area_verdict(const struct policy *p, const char *path, unsigned access)
 {
 	char norm[KILN_PATH_MAX + 1];
-	if (path[0] != '/' || strlen(path) > KILN_PATH_MAX || !walk_clean(p, path, norm))
+	if (path[0] != '/' || strlen(path) > KILN_PATH_MAX || !walk_clean(p, path, norm, false))
 		return -1;
 	unsigned writes = access & WRITES;
 	if (!writes || policy_action_for(p, norm) == POLICY_ALLOW)
@@ -210,11 +213,8 @@ bool verdict_cache_area_listing(const struct policy *p, const char *dir)
 {
 	char norm[KILN_PATH_MAX + 1];
 	size_t dl = strlen(dir);
-	if (dir[0] != '/' || dl > KILN_PATH_MAX || !walk_clean(p, dir, norm) || strcmp(norm, dir))
-		return false;
-	/* A directory a deny rule hides but that leads to a visible area is
-	 * walked through, and listed with only that way shown. */
-	if (policy_action_for(p, dir) >= POLICY_ASK)
+	if (dir[0] != '/' || dl > KILN_PATH_MAX || !walk_clean(p, dir, norm, true) ||
+	    strcmp(norm, dir))
 		return false;
 	/* An entry is hidden only by a hiding or asking rule for it or below. */
 	for (size_t i = 0; i < p->n; i++) {
@@ -230,7 +230,7 @@ bool verdict_cache_area_names(const struct policy *p, const char *dir)
 {
 	char norm[KILN_PATH_MAX + 1];
 	size_t dl = strlen(dir);
-	if (dir[0] != '/' || dl <= 1 || dl > KILN_PATH_MAX || !walk_clean(p, dir, norm) ||
+	if (dir[0] != '/' || dl <= 1 || dl > KILN_PATH_MAX || !walk_clean(p, dir, norm, true) ||
 	    strcmp(norm, dir) || (!strncmp(dir, "/proc", 5) && (dir[5] == '\0' || dir[5] == '/')))
 		return false;
 	/* A name X of dir is covered by the rules covering dir (walk_clean
@@ -239,13 +239,10 @@ bool verdict_cache_area_names(const struct policy *p, const char *dir)
 	 * of dir has (the build directory `allow`ed inside /tmp) changes
 	 * nothing for X; any other withholds the value. */
 	enum policy_action here = policy_action_for(p, dir);
-	if (here >= POLICY_ASK)
-		return false; /* hidden (but on the way to a visible area): its names are not */
 	for (size_t i = 0; i < p->n; i++) {
 		const struct policy_rule *r = &p->rules[i];
 		if (r->len > dl + 1 && !strncmp(r->prefix, dir, dl) && r->prefix[dl] == '/' &&
-		    !memchr(r->prefix + dl + 1, '/', r->len - dl - 1) &&
-		    !(r->action == here && here < POLICY_ASK))
+		    !memchr(r->prefix + dl + 1, '/', r->len - dl - 1) && r->action != here)
 			return false;
 	}
 	return true;
