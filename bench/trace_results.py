@@ -18,8 +18,15 @@ VARIANTS = [
     ("fakeroot", "fakeroot"),
     ("pseudo", "pseudo"),
     ("strace", "strace -f -e trace=file"),
+    ("chroot", "kiln trace, default profile"),
 ]
+# cached and nocache run with --profile host, in the environment every
+# variant gets; chroot is kiln trace as a maintainer runs it (the default
+# profile: the invoking user's home hidden, but for the way to the build
+# tree). Only make bench-trace-deb runs it by default.
 KILN_VARIANTS = ("cached", "nocache")
+REPORT_VARIANTS = KILN_VARIANTS + ("chroot",)
+DEFAULT_VARIANTS = tuple(v for v, _ in VARIANTS if v != "chroot")
 # The report's "cache" object as agreed with the verdict cache (issue 8).
 CACHE_KEYS = ("hits", "misses", "round_trips", "listings", "map_bytes", "entries")
 
@@ -102,14 +109,14 @@ def build_summary(w, runs, processes=None):
     # median of the per-round differences.
     empty = runs.get("empty")
     over = {}
-    for v in KILN_VARIANTS:
+    for v in REPORT_VARIANTS:
         rs = runs.get(v)
         if empty and rs and len(rs) == len(empty):
             over[v] = median(r["wall"] - e["wall"] for r, e in zip(rs, empty))
             res[f"{w}_{v}_over_empty_s"] = over[v]
-    if len(over) == 2 and over["cached"] > 0:
+    if "cached" in over and "nocache" in over and over["cached"] > 0:
         res[f"{w}_added_ratio"] = over["nocache"] / over["cached"]
-    for v in KILN_VARIANTS:
+    for v in REPORT_VARIANTS:
         rs = runs.get(v)
         if not rs:
             continue
@@ -127,28 +134,34 @@ def build_summary(w, runs, processes=None):
             for k in ("hits", "misses", "round_trips", "listings", "map_bytes", "entries"):
                 res[f"{w}_{v}_{k}"] = median(c[k] for c in cs)
             looked = [c["hits"] + c["misses"] for c in cs]
-            if v == "cached" and all(looked):
-                res[f"{w}_hit_rate"] = median(c["hits"] / n for c, n in zip(cs, looked))
+            if v != "nocache" and all(looked):
+                res[f"{w}_{'' if v == 'cached' else v + '_'}hit_rate"] = median(
+                    c["hits"] / n for c, n in zip(cs, looked))
     # The findings of every kiln run against the first --no-cache run's: the
-    # cache must not change what the build is shown.
-    kiln_runs = runs.get("nocache", []) + runs.get("cached", [])
-    if kiln_runs:
-        ref = kiln_runs[0]["findings"]
-        res[f"{w}_report_mismatches"] = sum(r["findings"] != ref for r in kiln_runs)
+    # cache must not change what the build is shown. The default profile's
+    # runs show another sandbox: checked against each other only.
+    for name, kiln_runs in compared_runs(runs):
+        res[f"{w}_{name}"] = sum(r["findings"] != kiln_runs[0]["findings"] for r in kiln_runs)
     return res
+
+
+def compared_runs(runs):
+    """(JSON name of the mismatch count, runs whose findings must agree)."""
+    groups = [("report_mismatches", runs.get("nocache", []) + runs.get("cached", [])),
+              ("chroot_report_mismatches", runs.get("chroot", []))]
+    return [(name, rs) for name, rs in groups if rs]
 
 
 def finding_differences(runs, limit=10):
     """Human-readable lines naming findings that differ between kiln runs."""
-    kiln_runs = runs.get("nocache", []) + runs.get("cached", [])
-    if not kiln_runs:
-        return []
-    ref = kiln_runs[0]["findings"]
     lines = []
-    for i, r in enumerate(kiln_runs):
-        for kind, path in sorted(r["findings"] ^ ref):
-            side = "only in" if (kind, path) in r["findings"] else "missing from"
-            lines.append(f"{kind} {path}: {side} kiln run {i + 1} (run 1 is --no-cache)")
+    for name, kiln_runs in compared_runs(runs):
+        ref = kiln_runs[0]["findings"]
+        first = "--no-cache" if name == "report_mismatches" else "the default profile"
+        for i, r in enumerate(kiln_runs):
+            for kind, path in sorted(r["findings"] ^ ref):
+                side = "only in" if (kind, path) in r["findings"] else "missing from"
+                lines.append(f"{kind} {path}: {side} kiln run {i + 1} (run 1 is {first})")
     return lines[:limit]
 
 
@@ -184,7 +197,7 @@ def build_table(w, title, runs, res):
     g = res.get
     lines = [f"{title}: median of {len(runs['plain'])} interleaved rounds"
              + (f", {g(w + '_processes'):.0f} processes" if g(w + "_processes") else ""),
-             f"{'variant':26} {'wall s':>7} {'min-max':>13} {'wall x':>6} {'CPU s':>7} "
+             f"{'variant':27} {'wall s':>7} {'min-max':>13} {'wall x':>6} {'CPU s':>7} "
              f"{'CPU x':>6} {'hit rate':>8} {'RT/proc':>7} {'q/proc':>6}"]
     for v, label in VARIANTS:
         if not runs.get(v):
@@ -195,11 +208,12 @@ def build_table(w, title, runs, res):
         cpu = g(f"{w}_native_cpu_s") if base else g(f"{w}_{v}_cpu_s")
         ratio = 1.0 if base else g(f"{w}_{v}_ratio")
         cratio = 1.0 if base else g(f"{w}_{v}_cpu_ratio")
-        kiln = v in KILN_VARIANTS
-        hit = fmt(g(f"{w}_hit_rate"), ".1%") if v == "cached" else ""
+        kiln = v in REPORT_VARIANTS
+        hit = fmt(g(f"{w}_hit_rate"), ".1%") if v == "cached" else \
+            fmt(g(f"{w}_chroot_hit_rate"), ".1%") if v == "chroot" else ""
         rt = fmt(g(f"{w}_{v}_round_trips_per_process"), ".1f") if kiln else ""
         q = fmt(g(f"{w}_{v}_queries_per_process"), ".1f") if kiln else ""
-        lines.append(f"{label:26} {s:7.2f} {min(walls):6.2f}-{max(walls):<6.2f} {ratio:6.3f} "
+        lines.append(f"{label:27} {s:7.2f} {min(walls):6.2f}-{max(walls):<6.2f} {ratio:6.3f} "
                      f"{cpu:7.2f} {cratio:6.3f} {hit:>8} {rt:>7} {q:>6}")
     cached, nocache = g(f"{w}_cached_over_empty_s"), g(f"{w}_nocache_over_empty_s")
     if cached is not None and nocache is not None:

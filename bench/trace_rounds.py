@@ -23,7 +23,8 @@ same registry-managed paths) natively, under kiln trace and under kiln trace
 `make bench-trace-deb` (bench/run-trace-deb) runs the same rounds over what a
 maintainer runs, a whole package build (PACKAGE_WORKLOADS: zlib's
 `dpkg-buildpackage -b`), with --workloads and --variants naming the subset
-and --no-micro."""
+and --no-micro; its variants include "chroot", kiln trace with its default
+profile (the other kiln variants use --profile host)."""
 import argparse
 import ctypes
 import json
@@ -150,7 +151,7 @@ def kiln_cmd(a, variant, report, deps):
     # package installed meanwhile by something else on the machine must not
     # make a round re-import it (two seconds inside the timed build).
     cmd = [a.kiln, "trace", "--db", a.db, "--no-refresh", "--json", "-o", report] + deps
-    if "--deps-from-control" in deps:
+    if "--deps-from-control" in deps and variant != "chroot":
         # the host profile keeps the environment it is given (base_env's,
         # already sbuild's), so the traced build runs in the same one as
         # the plain build
@@ -190,6 +191,11 @@ def command(w, variant, a, report):
                 WORKLOADS[w][1]], env
     if variant == "strace":
         return ["strace", "-f", "-e", "trace=file", "-o", "/dev/null"] + build, env
+    if variant == "chroot":
+        # the default profile sets the build's environment itself and hides
+        # the invoking user's home, found from HOME: the caller's, as when a
+        # maintainer runs kiln trace
+        env["HOME"] = os.path.expanduser("~")
     return kiln_cmd(a, variant, report, ["--deps-from-control", "debian/control"]) + build, env
 
 
@@ -265,7 +271,7 @@ def run_build(w, variant, rnd, a):
     if variant == "count":
         with open(os.path.join(a.work, "pids")) as f:
             res["pids"] = int(f.read()) - 1  # not the cat that read it
-    if variant in tr.KILN_VARIANTS:
+    if variant in tr.REPORT_VARIANTS:
         res.update(read_report(report, what, cmd, tree, log_path))
     shutil.rmtree(top)
     return res
@@ -326,8 +332,9 @@ def main():
     ap.add_argument("--only", help="a subset of the workloads (KILN_BENCH_ONLY), for trials")
     ap.add_argument("--workloads", default="hello zlib",
                     help="the workloads to measure: " + " ".join([*WORKLOADS, *PACKAGE_WORKLOADS]))
-    ap.add_argument("--variants", default=" ".join(v for v, _ in tr.VARIANTS),
-                    help="the variants to measure (plain always)")
+    ap.add_argument("--variants", default=" ".join(tr.DEFAULT_VARIANTS),
+                    help="the variants to measure (plain always): "
+                         + " ".join(v for v, _ in tr.VARIANTS))
     ap.add_argument("--no-micro", action="store_true", help="skip the micro benchmark")
     ap.add_argument("--preload-json", help="bench/out/preload.json of this run, for spawn_over_empty_us")
     a = ap.parse_args()

@@ -46,11 +46,14 @@ def fake_runs(with_cache, walls=None):
         runs[v] = []
         for rnd in range(3):
             r = {"wall": 10.0 * (1 + i / 10) + rnd - 1, "cpu": 8.0 * (1 + i / 10)}
-            if v in tr.KILN_VARIANTS:
+            if v in tr.REPORT_VARIANTS:
                 c = None
                 if with_cache:
-                    c = cache(90, 10, 10, True) if v == "cached" else cache(0, 0, 300, False)
-                r.update(tr.report_figures(report(cache=c, hidden=["/usr/include/sqlite3.h"])))
+                    c = {"cached": cache(90, 10, 10, True), "chroot": cache(80, 20, 20, True)}.get(
+                        v, cache(0, 0, 300, False))
+                # the default profile hides the home too
+                hidden = ["/usr/include/sqlite3.h"] + (["/root/.profile"] if v == "chroot" else [])
+                r.update(tr.report_figures(report(cache=c, hidden=hidden)))
             runs[v].append(r)
     return runs
 
@@ -187,3 +190,26 @@ def test_time_kiln_adds_is_paired_by_round_against_the_empty_preload():
     del runs["empty"]
     res = tr.build_summary("hello", runs)
     assert "hello_cached_over_empty_s" not in res and "hello_added_ratio" not in res
+
+
+def test_the_default_profile_variant_has_its_own_figures_and_findings():
+    runs = fake_runs(with_cache=True)
+    res = tr.build_summary("zlib_deb", runs)
+    assert res["zlib_deb_chroot_ratio"] == pytest.approx(1.7)
+    assert res["zlib_deb_chroot_hit_rate"] == pytest.approx(0.8)
+    assert res["zlib_deb_hit_rate"] == pytest.approx(0.9)
+    assert res["zlib_deb_chroot_round_trips_per_process"] == 2.0
+    assert res["zlib_deb_chroot_over_empty_s"] == pytest.approx(6.0)
+    # Another sandbox, so other findings: not a mismatch of the cache's...
+    assert res["zlib_deb_report_mismatches"] == 0 and res["zlib_deb_chroot_report_mismatches"] == 0
+    assert tr.finding_differences(runs) == []
+    table = "\n".join(tr.build_table("zlib_deb", "zlib", runs, res))
+    assert "kiln trace, default profile" in table and "80.0%" in table
+    # ...but its runs must agree with each other.
+    runs["chroot"][2]["findings"] = frozenset()
+    res = tr.build_summary("zlib_deb", runs)
+    assert res["zlib_deb_chroot_report_mismatches"] == 1 and res["zlib_deb_report_mismatches"] == 0
+    assert any("/root/.profile" in line and "the default profile" in line
+               for line in tr.finding_differences(runs))
+    # bench-trace does not run it unless asked.
+    assert "chroot" not in tr.DEFAULT_VARIANTS and "chroot" in dict(tr.VARIANTS)
