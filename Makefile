@@ -200,9 +200,13 @@ $(BUILD)/obj-nosan/src/trace/hooks/string.o: NOSAN_CFLAGS += -fno-tree-loop-dist
 # Debian's hardening flags ask for -z now (LDFLAGS): not for this library.
 comma := ,
 PRELOAD_LDFLAGS = $(filter-out -Wl$(comma)-z$(comma)now -Wl$(comma)-znow,$(LDFLAGS))
-$(PRELOAD): $(call objnosan,$(TRACE_SRC) $(SHM_SRC) $(IPC_SRC)) $(PRELOAD_MAP)
+# Each function in a section of its own, so that src/trace/hot-text.ld can
+# pack the code every traced process runs into one or two 64 KiB windows.
+$(call objnosan,$(TRACE_SRC) $(SHM_SRC) $(IPC_SRC)): NOSAN_CFLAGS += -ffunction-sections
+PRELOAD_HOT := src/trace/hot-text.ld
+$(PRELOAD): $(call objnosan,$(TRACE_SRC) $(SHM_SRC) $(IPC_SRC)) $(PRELOAD_MAP) $(PRELOAD_HOT)
 	$(CC) -shared -nostartfiles -Wl,-z,defs -Wl,-Bsymbolic-functions -Wl,-z,noseparate-code \
-	    -Wl,--version-script=$(PRELOAD_MAP) $(PRELOAD_LDFLAGS) \
+	    -Wl,--version-script=$(PRELOAD_MAP) -Wl,-T,$(PRELOAD_HOT) $(PRELOAD_LDFLAGS) \
 	    -o $@ $(filter %.o,$^) -ldl -lpthread
 
 # The audit library (LD_AUDIT) for processes that reached for a hidden

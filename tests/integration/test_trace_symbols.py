@@ -112,3 +112,37 @@ int main(int argc, char **argv) {
     # No server: the hook ran and failed closed (EIO), proving it is active.
     assert r.returncode == 3
     assert "kiln" in r.stderr
+
+
+def sections(lib):
+    """{name: (address, size)} of the library's sections."""
+    out = run(["readelf", "-SW", lib], check=True).stdout
+    got = {}
+    for m in re.finditer(r"\]\s+(\S+)\s+\S+\s+([0-9a-f]{16})\s+[0-9a-f]+\s+([0-9a-f]+)", out):
+        got[m.group(1)] = (int(m.group(2), 16), int(m.group(3), 16))
+    return got
+
+
+def test_the_code_every_process_runs_is_packed_in_one_window():
+    # src/trace/hot-text.ld: what a traced process runs (its constructors,
+    # the checks, the cache lookup, the common hooks, the fork hook) and the
+    # read-only data right after the PLT, so that a process faults its
+    # code in by one or two 64 KiB windows, not by one per source file.
+    sec = sections(PRELOAD)
+    assert ".text.kiln_hot" in sec and ".rodata.kiln_hot" in sec, sorted(sec)
+    start, size = sec[".text.kiln_hot"]
+    rstart, rsize = sec[".rodata.kiln_hot"]
+    assert rstart >= start + size and rstart + rsize - sec[".plt"][0] < 64 * 1024
+    out = run(["nm", PRELOAD], check=True).stdout
+    addr = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[1] in "tTwW":
+            addr.setdefault(f[2], int(f[0], 16))
+    core = ["kt_constructor", "kt_check_loaded", "kt_init", "kt_check", "kt_ask_question",
+            "kt_path_at_tail", "append_components", "kt_cache_ask", "shmmap_lookup",
+            "shmmap_hash_default", "attach", "attach_counters", "kt_open_bound", "open",
+            "open64", "stat", "access", "fopen", "fork", "kt_client_after_fork", "strlen",
+            "memcmp"]
+    outside = [n for n in core if not start <= addr.get(n, -1) < start + size]
+    assert not outside, f"not in .text.kiln_hot: {outside}"
