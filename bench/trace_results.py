@@ -135,14 +135,18 @@ def build_summary(w, runs, processes=None):
                 res[f"{w}_{v}_{k}"] = median(c[k] for c in cs)
             looked = [c["hits"] + c["misses"] for c in cs]
             if v != "nocache" and all(looked):
-                res[f"{w}_{'' if v == 'cached' else v + '_'}hit_rate"] = median(
-                    c["hits"] / n for c, n in zip(cs, looked))
+                res[hit_rate_key(w, v)] = median(c["hits"] / n for c, n in zip(cs, looked))
     # The findings of every kiln run against the first --no-cache run's: the
     # cache must not change what the build is shown. The default profile's
     # runs show another sandbox: checked against each other only.
     for name, kiln_runs in compared_runs(runs):
         res[f"{w}_{name}"] = sum(r["findings"] != kiln_runs[0]["findings"] for r in kiln_runs)
     return res
+
+
+def hit_rate_key(w, v):
+    """hello_hit_rate (the name issue 8 gives), zlib_deb_chroot_hit_rate."""
+    return f"{w}_hit_rate" if v == "cached" else f"{w}_{v}_hit_rate"
 
 
 def compared_runs(runs):
@@ -209,8 +213,7 @@ def build_table(w, title, runs, res):
         ratio = 1.0 if base else g(f"{w}_{v}_ratio")
         cratio = 1.0 if base else g(f"{w}_{v}_cpu_ratio")
         kiln = v in REPORT_VARIANTS
-        hit = fmt(g(f"{w}_hit_rate"), ".1%") if v == "cached" else \
-            fmt(g(f"{w}_chroot_hit_rate"), ".1%") if v == "chroot" else ""
+        hit = fmt(g(hit_rate_key(w, v)), ".1%") if kiln and v != "nocache" else ""
         rt = fmt(g(f"{w}_{v}_round_trips_per_process"), ".1f") if kiln else ""
         q = fmt(g(f"{w}_{v}_queries_per_process"), ".1f") if kiln else ""
         lines.append(f"{label:27} {s:7.2f} {min(walls):6.2f}-{max(walls):<6.2f} {ratio:6.3f} "
