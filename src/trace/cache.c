@@ -202,7 +202,7 @@ static struct shmmap *get(int asking)
 
 /* A process counts once it asks something (as it would by connecting with
  * --no-cache), so a forked child is marked on its first question. */
-KT_FORK_PATH void kt_cache_after_fork(void)
+void kt_cache_after_fork(void)
 {
 	atomic_store_explicit(&mark_pending, 1, memory_order_relaxed);
 }

@@ -228,7 +228,7 @@ static void unclaim(int slot)
 	atomic_store_explicit(&pool[slot].busy, 0, memory_order_release);
 }
 
-KT_FORK_PATH void kt_client_after_fork(void)
+void kt_client_after_fork(void)
 {
 	/* The child owns a copy of the pool: the parent's threads that held
 	 * slots do not exist here, and the sockets are the parent's. */

@@ -345,11 +345,6 @@ void kt_resolve_before_child(void);
  * copies what it writes) faults in one or two pages of it, not one per
  * source file. Big buffers stay in .bss. */
 #define KT_HOT __attribute__((section(".data.kt_hot")))
-/* The code a forked child runs in the library before it execs (the fork
- * hook and the after-fork resets): together, so that the child, which maps
- * the library's code afresh, faults it in at once (fault-around maps the
- * 16 pages of an aligned 64 KiB window), not one window per source file. */
-#define KT_FORK_PATH __attribute__((section(".text.hot.kt_fork")))
 /* Thread-locals of a library that is always loaded at start-up: static TLS,
  * no __tls_get_addr (which may allocate) on the hook path. */
 #define KT_TLS __thread __attribute__((tls_model("initial-exec")))

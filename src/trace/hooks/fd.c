@@ -154,7 +154,7 @@ void kt_resolve_before_child(void)
 	kt_real(&real_fcntl64, "fcntl64");
 }
 
-KT_EXPORT KT_FORK_PATH pid_t fork(void)
+KT_EXPORT pid_t fork(void)
 {
 	kt_resolve_before_child();
 	pid_t pid = REAL(fork, pid_t (*)(void))();

@@ -44,7 +44,9 @@ __attribute__((used, visibility("hidden"))) pid_t kt_vfork_leave(long r)
  * child's calls overwrite the parent's shadow-stack entry, so both skip it
  * and jump, as glibc does. rdsspq leaves %rsi 0 when no shadow stack is on
  * (or the CPU has none: it is a no-op there). */
-__asm__(".text\n"
+/* In a section of its own, as -ffunction-sections puts each C function, so
+ * that src/trace/hot-text.ld can place it with the fork path. */
+__asm__(".pushsection .text.vfork, \"ax\", @progbits\n"
 	".globl vfork\n"
 	".globl __vfork\n"
 	".type vfork, @function\n"
@@ -92,4 +94,5 @@ __asm__(".text\n"
 	"	ret\n"
 	".cfi_endproc\n"
 	".size vfork, .-vfork\n"
-	".size __vfork, .-__vfork\n");
+	".size __vfork, .-__vfork\n"
+	".popsection\n");
