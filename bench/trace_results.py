@@ -25,6 +25,10 @@ VARIANTS = [
 # profile: the invoking user's home hidden, but for the way to the build
 # tree). Only make bench-trace-deb runs it by default.
 KILN_VARIANTS = ("cached", "nocache")
+# The other tools, for comparison: far from any target (fakeroot aside, many
+# times kiln's cost), so they may run in fewer rounds (--tool-rounds) and
+# leave the time to the rounds that decide the targets.
+TOOL_VARIANTS = ("fakeroot", "pseudo", "strace")
 REPORT_VARIANTS = KILN_VARIANTS + ("chroot",)
 DEFAULT_VARIANTS = tuple(v for v, _ in VARIANTS if v != "chroot")
 # The report's "cache" object as agreed with the verdict cache (issue 8).
@@ -85,6 +89,33 @@ def median(xs):
     return statistics.median(xs)
 
 
+def median_interval(xs, level=0.9):
+    """(lo, hi, coverage): the narrowest interval between order statistics
+    that holds the median of xs's distribution with at least `level`
+    probability (the sign test's interval; nothing assumed of the
+    distribution). Six rounds give [min, max] at 96.9%; fewer than five
+    cannot reach 90%, and then it is (min, max, what they reach)."""
+    x = sorted(xs)
+    n = len(x)
+    below = [math.comb(n, i) / 2 ** n for i in range(n + 1)]
+    best = (x[0], x[-1], 1 - 2 * below[0]) if n else None
+    for k in range(1, (n + 1) // 2):
+        cover = 1 - 2 * sum(below[:k + 1])
+        if cover < level:
+            break
+        best = (x[k], x[n - 1 - k], cover)
+    return best
+
+
+def tool_round_set(rounds, tool_rounds):
+    """The rounds (0-based) the tools run in: tool_rounds of them, spread
+    evenly over all the rounds, the first and the last included."""
+    n = max(1, min(rounds, tool_rounds))
+    if n == 1:
+        return {0}
+    return {round(i * (rounds - 1) / (n - 1)) for i in range(n)}
+
+
 def build_summary(w, runs, processes=None):
     """Flat figures of workload w from runs {variant: [run, ...]}, each run
     {"wall", "cpu"} plus report_figures() for the kiln variants."""
@@ -107,15 +138,26 @@ def build_summary(w, runs, processes=None):
     # What kiln adds over the empty preload, paired by round (the same
     # round's builds ran minutes apart at most; the rounds drift): the
     # median of the per-round differences.
+    # With it, the interval that holds the true median difference at 90%
+    # or more (median_interval), and the added-time ratio that interval
+    # still guarantees: the run's noise next to its figure.
     empty = runs.get("empty")
     over = {}
     for v in REPORT_VARIANTS:
         rs = runs.get(v)
         if empty and rs and len(rs) == len(empty):
-            over[v] = median(r["wall"] - e["wall"] for r, e in zip(rs, empty))
+            diffs = [r["wall"] - e["wall"] for r, e in zip(rs, empty)]
+            over[v] = median(diffs)
+            lo, hi, cover = median_interval(diffs)
             res[f"{w}_{v}_over_empty_s"] = over[v]
+            res[f"{w}_{v}_over_empty_lo_s"] = lo
+            res[f"{w}_{v}_over_empty_hi_s"] = hi
+            res[f"{w}_over_empty_confidence"] = cover
     if "cached" in over and "nocache" in over and over["cached"] > 0:
         res[f"{w}_added_ratio"] = over["nocache"] / over["cached"]
+        cached_hi = res[f"{w}_cached_over_empty_hi_s"]
+        if cached_hi > 0:
+            res[f"{w}_added_ratio_lo"] = max(0.0, res[f"{w}_nocache_over_empty_lo_s"]) / cached_hi
     for v in REPORT_VARIANTS:
         rs = runs.get(v)
         if not rs:
@@ -218,12 +260,24 @@ def build_table(w, title, runs, res):
         q = fmt(g(f"{w}_{v}_queries_per_process"), ".1f") if kiln else ""
         lines.append(f"{label:27} {s:7.2f} {min(walls):6.2f}-{max(walls):<6.2f} {ratio:6.3f} "
                      f"{cpu:7.2f} {cratio:6.3f} {hit:>8} {rt:>7} {q:>6}")
+    fewer = sorted({len(runs[v]) for v in TOOL_VARIANTS if runs.get(v)} - {len(runs["plain"])})
+    if fewer:
+        lines.append(f"{', '.join(v for v in TOOL_VARIANTS if runs.get(v))}: median of "
+                     f"{' or '.join(map(str, fewer))} of the rounds (--tool-rounds)")
     cached, nocache = g(f"{w}_cached_over_empty_s"), g(f"{w}_nocache_over_empty_s")
     if cached is not None and nocache is not None:
         ratio = g(f"{w}_added_ratio")
         lines.append(f"kiln adds over the empty preload (median of the rounds' differences): "
                      f"{cached:+.3f} s, --no-cache {nocache:+.3f} s"
                      + (f" ({ratio:.1f}x)" if ratio is not None else ""))
+        span = ", ".join(f"{name} {g(f'{w}_{v}_over_empty_lo_s'):+.3f}..{g(f'{w}_{v}_over_empty_hi_s'):+.3f} s"
+                        for v, name in (("cached", "kiln"), ("nocache", "--no-cache")))
+        lo = g(f"{w}_added_ratio_lo")
+        lines.append(f"  holding the true median at {g(f'{w}_over_empty_confidence'):.1%}: {span}"
+                     + (f"; the ratio at least {lo:.1f}x" if lo is not None and lo > 0
+                        else "; no ratio guaranteed" if lo is not None
+                        else "; kiln's top is not above 0" if g(f"{w}_cached_over_empty_hi_s") <= 0
+                        else ""))
     return lines
 
 

@@ -186,6 +186,24 @@ def test_time_kiln_adds_is_paired_by_round_against_the_empty_preload():
     assert res["hello_added_ratio"] == pytest.approx(5.5 / 0.8)
     table = "\n".join(tr.build_table("hello", "GNU hello", runs, res))
     assert "kiln adds over the empty preload" in table and "6.9x" in table
+    # Three rounds hold the median between their extremes at 75% only: the
+    # table says how sure, and the ratio those extremes still guarantee.
+    assert (res["hello_cached_over_empty_lo_s"], res["hello_cached_over_empty_hi_s"]) == \
+        pytest.approx((0.6, 1.0))
+    assert res["hello_over_empty_confidence"] == pytest.approx(0.75)
+    assert res["hello_added_ratio_lo"] == pytest.approx(4.0 / 1.0)
+    assert "at 75.0%: kiln +0.600..+1.000 s, --no-cache +4.000..+6.000 s; the ratio at least 4.0x" \
+        in table
+    # A kiln interval reaching below 0 guarantees no ratio at all.
+    runs["cached"][0]["wall"] = 9.0
+    res = tr.build_summary("hello", runs)
+    assert res["hello_cached_over_empty_lo_s"] == pytest.approx(-1.0)
+    assert res["hello_added_ratio_lo"] == pytest.approx(4.0 / 0.8)
+    for r in runs["cached"]:
+        r["wall"] -= 2.0
+    res = tr.build_summary("hello", runs)
+    assert "hello_added_ratio" not in res and "hello_added_ratio_lo" not in res
+    assert "kiln's top is not above 0" in "\n".join(tr.build_table("hello", "GNU hello", runs, res))
     # Without the empty preload there is nothing to pair with.
     del runs["empty"]
     res = tr.build_summary("hello", runs)
@@ -213,3 +231,30 @@ def test_the_default_profile_variant_has_its_own_figures_and_findings():
                for line in tr.finding_differences(runs))
     # bench-trace does not run it unless asked.
     assert "chroot" not in tr.DEFAULT_VARIANTS and "chroot" in dict(tr.VARIANTS)
+
+
+def test_the_median_interval_is_the_sign_tests():
+    # n = 6: only [min, max] reaches 90% (1 - 2/64); n = 10: the second
+    # smallest to the second largest (1 - 2 * 11/1024), not the third
+    # (1 - 2 * 56/1024 = 89.1%).
+    assert tr.median_interval([5, 1, 4, 2, 6, 3]) == (1, 6, pytest.approx(0.96875))
+    assert tr.median_interval(range(10)) == (1, 8, pytest.approx(1 - 22 / 1024))
+    assert tr.median_interval(range(20))[:2] == (5, 14)
+    assert tr.median_interval([2.0]) == (2.0, 2.0, 0.0)
+
+
+def test_the_tools_run_in_fewer_rounds_spread_over_the_run():
+    assert tr.tool_round_set(8, 3) == {0, 4, 7}
+    assert tr.tool_round_set(8, 8) == set(range(8))
+    assert tr.tool_round_set(3, 5) == {0, 1, 2}
+    assert tr.tool_round_set(6, 1) == {0}
+    # The table says which medians come from fewer rounds.
+    runs = fake_runs(with_cache=True)
+    for v in tr.TOOL_VARIANTS:
+        runs[v] = runs[v][:1]
+    res = tr.build_summary("hello", runs)
+    assert res["hello_strace_ratio"] == pytest.approx(1.5)  # its one round against plain's median
+    table = "\n".join(tr.build_table("hello", "GNU hello", runs, res))
+    assert "fakeroot, pseudo, strace: median of 1 of the rounds" in table
+    full = "\n".join(tr.build_table("hello", "GNU hello", fake_runs(with_cache=True), res))
+    assert "(--tool-rounds)" not in full
