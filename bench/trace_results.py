@@ -8,6 +8,8 @@ import math
 import os
 import statistics
 
+from paired import median_interval
+
 # (key, label) of each variant of a real build; the key is the middle of the
 # JSON names (hello_cached_ratio), "plain" is the baseline (hello_native_s).
 VARIANTS = [
@@ -87,24 +89,6 @@ def report_figures(report, want_mode="enforce"):
 
 def median(xs):
     return statistics.median(xs)
-
-
-def median_interval(xs, level=0.9):
-    """(lo, hi, coverage): the narrowest interval between order statistics
-    that holds the median of xs's distribution with at least `level`
-    probability (the sign test's interval; nothing assumed of the
-    distribution). Six rounds give [min, max] at 96.9%; fewer than five
-    cannot reach 90%, and then it is (min, max, what they reach)."""
-    x = sorted(xs)
-    n = len(x)
-    below = [math.comb(n, i) / 2 ** n for i in range(n + 1)]
-    best = (x[0], x[-1], 1 - 2 * below[0]) if n else None
-    for k in range(1, (n + 1) // 2):
-        cover = 1 - 2 * sum(below[:k + 1])
-        if cover < level:
-            break
-        best = (x[k], x[n - 1 - k], cover)
-    return best
 
 
 def tool_round_set(rounds, tool_rounds):

@@ -10,6 +10,7 @@ import pytest
 from conftest import ROOT, BUILD, run
 
 sys.path.insert(0, str(ROOT / "bench"))
+import paired  # noqa: E402
 import trace_results as tr  # noqa: E402
 
 MICRO = BUILD / "bench" / "trace_micro"
@@ -237,10 +238,13 @@ def test_the_median_interval_is_the_sign_tests():
     # n = 6: only [min, max] reaches 90% (1 - 2/64); n = 10: the second
     # smallest to the second largest (1 - 2 * 11/1024), not the third
     # (1 - 2 * 56/1024 = 89.1%).
-    assert tr.median_interval([5, 1, 4, 2, 6, 3]) == (1, 6, pytest.approx(0.96875))
-    assert tr.median_interval(range(10)) == (1, 8, pytest.approx(1 - 22 / 1024))
-    assert tr.median_interval(range(20))[:2] == (5, 14)
-    assert tr.median_interval([2.0]) == (2.0, 2.0, 0.0)
+    assert paired.median_interval([5, 1, 4, 2, 6, 3]) == (1, 6, pytest.approx(0.96875))
+    assert paired.median_interval(range(10)) == (1, 8, pytest.approx(1 - 22 / 1024))
+    assert paired.median_interval(range(20))[:2] == (5, 14)
+    assert paired.median_interval([2.0]) == (2.0, 2.0, 0.0)
+    # b - a, paired by index: the spread of a or b alone does not matter.
+    assert paired.paired([100, 300, 200, 500, 400, 600], [103, 301, 204, 502, 406, 605]) == \
+        (3.5, 1, 6, pytest.approx(0.96875))
 
 
 def test_the_tools_run_in_fewer_rounds_spread_over_the_run():
