@@ -386,11 +386,13 @@ def main():
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     t_start = time.monotonic()
-    res = {"rounds": a.rounds, "tool_rounds": len(tool_rounds),
+    tools = ", ".join(v for v in variants if v in tr.TOOL_VARIANTS)
+    res = {"rounds": a.rounds, "tool_rounds": len(tool_rounds) if tools else 0,
            "load_average_before": os.getloadavg()[0]}
     cal = calibrate(a)
     res.update({f"calib_{k}_before": v for k, v in cal.items()})
-    say(f"{NAME}: {a.rounds} rounds ({', '.join(tr.TOOL_VARIANTS)} in {len(tool_rounds)}), load average {res['load_average_before']:.2f}, "
+    in_fewer = f" ({tools} in {len(tool_rounds)})" if tools else ""
+    say(f"{NAME}: {a.rounds} rounds{in_fewer}, load average {res['load_average_before']:.2f}, "
         f"calibration {cal['cpu_loop_ms']:.0f} ms CPU loop, {cal['mem_latency_ns']:.0f} ns memory latency")
 
     if not a.no_micro:
