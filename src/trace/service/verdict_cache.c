@@ -209,12 +209,19 @@ int verdict_cache_area_verdict(const struct policy *p, const char *path, unsigne
 	return (writes & (KILN_A_WRITE | KILN_A_DELETE)) ? KILN_V_DENY : -1;
 }
 
-bool verdict_cache_area_listing(const struct policy *p, const char *dir)
+/* dir is absolute, lexically clean, and shown by its own rule with every
+ * node on its way: what a directory's listing or names value needs first. */
+static bool dir_shown_clean(const struct policy *p, const char *dir)
 {
 	char norm[KILN_PATH_MAX + 1];
+	return dir[0] == '/' && strlen(dir) <= KILN_PATH_MAX && walk_clean(p, dir, norm, true) &&
+	       !strcmp(norm, dir);
+}
+
+bool verdict_cache_area_listing(const struct policy *p, const char *dir)
+{
 	size_t dl = strlen(dir);
-	if (dir[0] != '/' || dl > KILN_PATH_MAX || !walk_clean(p, dir, norm, true) ||
-	    strcmp(norm, dir))
+	if (!dir_shown_clean(p, dir))
 		return false;
 	/* An entry is hidden only by a hiding or asking rule for it or below. */
 	for (size_t i = 0; i < p->n; i++) {
@@ -228,10 +235,9 @@ bool verdict_cache_area_listing(const struct policy *p, const char *dir)
 
 bool verdict_cache_area_names(const struct policy *p, const char *dir)
 {
-	char norm[KILN_PATH_MAX + 1];
 	size_t dl = strlen(dir);
-	if (dir[0] != '/' || dl <= 1 || dl > KILN_PATH_MAX || !walk_clean(p, dir, norm, true) ||
-	    strcmp(norm, dir) || (!strncmp(dir, "/proc", 5) && (dir[5] == '\0' || dir[5] == '/')))
+	if (dl <= 1 || !dir_shown_clean(p, dir) ||
+	    (!strncmp(dir, "/proc", 5) && (dir[5] == '\0' || dir[5] == '/')))
 		return false;
 	/* A name X of dir is covered by the rules covering dir (walk_clean
 	 * checked those) and by a rule for dir/X itself; rules deeper down
