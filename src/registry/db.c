@@ -254,7 +254,7 @@ struct kiln_registry *registry_open(const char *path, int flags, char *err, size
 	sqlite3_extended_result_codes(reg->db, 0);
 	if (registry_check_schema(reg->db, path, rw, err, errlen) ||
 	    ((flags & REGISTRY_SNAPSHOT) && registry_snapshot(reg, err, errlen)) ||
-	    ((flags & REGISTRY_SNAPSHOT_LATER) && registry_snapshot_begin(reg, err, errlen))) {
+	    ((flags & REGISTRY_SNAPSHOT_LATER) && registry_snapshot_begin(reg, flags & REGISTRY_SNAPSHOT_LEASE, err, errlen))) {
 		registry_close(reg);
 		return NULL;
 	}

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <sys/types.h>
 
 #include "registry/registry.h"
 
@@ -34,6 +35,10 @@ struct kiln_registry {
 	/* REGISTRY_SNAPSHOT_LATER until registry_snapshot_finish: the copy
 	 * being taken, the file read under SQLite's shared lock meanwhile. */
 	struct registry_copy *copy;
+	/* REGISTRY_SNAPSHOT_LEASE, until a writer comes: the file held under
+	 * a read lease (snapshot.c), read under SQLite's shared lock. */
+	struct registry_lease *lease;
+	bool copied_after_lease; /* a writer came: the handle is on a copy */
 	/* A snapshot never changes, so its closures (either profile) share
 	 * the base sets, the name lookups and the dependency rows, each worked
 	 * out once (closure_kept.c); the report's unused Build-Depends need one
@@ -50,11 +55,20 @@ struct registry_copy {
 	int err;     /* the thread's outcome: 0 or an errno */
 };
 
-/* Whether the handle's answers cannot change: a snapshot, or one being
- * taken (the file under SQLite's shared lock until then). */
+/* The registry file under a read lease (F_SETLEASE). */
+struct registry_lease {
+	int fd;
+	size_t size;
+	dev_t dev;
+	ino_t ino;
+};
+
+/* Whether the handle's answers cannot change: a snapshot, one being taken
+ * (the file under SQLite's shared lock until then), or the file under a
+ * read lease. */
 static inline bool registry_frozen(const struct kiln_registry *reg)
 {
-	return reg->snap || reg->copy;
+	return reg->snap || reg->copy || reg->lease;
 }
 
 /* Finalizes the handle's prepared statements (prepared again when used). */
@@ -70,11 +84,16 @@ int registry_seal_copy(int memfd);
 /* Replaces the handle's file by a sealed in-memory copy of it, taken under a
  * read lock (snapshot.c). 0, or -1 with a message naming the file in err. */
 int registry_snapshot(struct kiln_registry *reg, char *err, size_t errlen);
-/* The same in two steps: begin takes the read lock and starts the copy in a
+/* The same in two steps: begin takes the read lock and, unless `lease` and
+ * the file can be held under a read lease instead, starts the copy in a
  * thread (registry_snapshot_finish, registry.h, ends it); abandon waits for
  * the thread and drops the copy (a handle closed before it finished). */
-int registry_snapshot_begin(struct kiln_registry *reg, char *err, size_t errlen);
+int registry_snapshot_begin(struct kiln_registry *reg, bool lease, char *err, size_t errlen);
 void registry_snapshot_abandon(struct kiln_registry *reg);
+/* The least /proc/sys/fs/lease-break-time (seconds) a lease is taken under:
+ * the time a writer waits for the copy before the kernel breaks the lease
+ * itself. */
+#define REGISTRY_LEASE_MIN_BREAK_S 5
 
 /* Formats a clear message for SQLite result code rc on database `path`. */
 void registry_sql_message(sqlite3 *db, int rc, const char *path, char *err, size_t errlen);

@@ -33,6 +33,16 @@ enum registry_open_flags {
 	 * handle onto the copy, and must be called before anything that may
 	 * rewrite the file runs (for kiln trace: before the build starts). */
 	REGISTRY_SNAPSHOT_LATER = 4,
+	/* With REGISTRY_SNAPSHOT_LATER: rather than copying the file, hold it
+	 * under a read lease (fcntl F_SETLEASE) and answer from it under
+	 * SQLite's shared lock. Nobody can then open the file for writing or
+	 * truncate it before this process is told (SIGIO) and has taken the
+	 * copy: the caller blocks SIGIO before opening and calls
+	 * registry_snapshot_take() when it arrives. Where no lease can be had
+	 * (the file open for writing, another owner's, a file system without
+	 * leases, a short lease-break-time, SIGIO not blocked, a WAL
+	 * database), the copy is taken as without this flag. */
+	REGISTRY_SNAPSHOT_LEASE = 8,
 };
 
 enum registry_kind {
@@ -54,6 +64,22 @@ void registry_close(struct kiln_registry *reg);
  * the handle onto it (nothing to do for any other handle). 0, or -1 with a
  * message naming the file in err: the handle is then not usable. */
 int registry_snapshot_finish(struct kiln_registry *reg, char *err, size_t errlen);
+
+/* A REGISTRY_SNAPSHOT_LEASE handle on the file under its lease: takes the
+ * copy now, moves the handle onto it and gives the lease up (the writer
+ * waiting for it goes on). Nothing to do for any other handle. 0, or -1
+ * with a message in err: the file changed before the copy was taken (the
+ * kernel broke the lease after lease-break-time), or the copy failed; the
+ * handle's answers can then no longer be vouched for. */
+int registry_snapshot_take(struct kiln_registry *reg, char *err, size_t errlen);
+
+enum registry_snapshot_kind {
+	REGISTRY_SNAPSHOT_NONE,    /* the file itself */
+	REGISTRY_SNAPSHOT_COPY,    /* a sealed copy taken at open */
+	REGISTRY_SNAPSHOT_LEASED,  /* the file under a read lease */
+	REGISTRY_SNAPSHOT_COPY_AFTER_LEASE, /* a copy taken when a writer came */
+};
+enum registry_snapshot_kind registry_snapshot_kind(const struct kiln_registry *reg);
 
 /* Package ids of every package that lists canonical path `path` (a regular
  * file normally has one owner, a directory many). Writes up to `cap` ids into

@@ -9,16 +9,24 @@
  * answering from the file under the same lock; registry_snapshot_finish
  * then moves the handle onto the copy. The trace server works out the
  * dependency closure and its plans meanwhile, and finishes before the
- * build starts, so the build never sees a handle that is not the copy. */
+ * build starts, so the build never sees a handle that is not the copy.
+ *
+ * Or, with REGISTRY_SNAPSHOT_LEASE, no copy until someone wants to write:
+ * the file is held under a read lease, so every open of it for writing and
+ * every truncation waits until this process, told by SIGIO, has taken the
+ * copy (registry_snapshot_take) and given the lease up. Most builds never
+ * write the registry, and save the copy's time and memory. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "registry/internal.h"
@@ -68,7 +76,76 @@ static void copy_free(struct registry_copy *c)
 	free(c);
 }
 
-int registry_snapshot_begin(struct kiln_registry *reg, char *err, size_t errlen)
+static bool sigio_blocked(void)
+{
+	sigset_t cur;
+	return pthread_sigmask(SIG_BLOCK, NULL, &cur) == 0 && sigismember(&cur, SIGIO) == 1;
+}
+
+static bool lease_break_time_ok(void)
+{
+	long s = -1;
+	FILE *f = fopen("/proc/sys/fs/lease-break-time", "re");
+	if (f) {
+		if (fscanf(f, "%ld", &s) != 1)
+			s = -1;
+		fclose(f);
+	}
+	return s >= REGISTRY_LEASE_MIN_BREAK_S;
+}
+
+/* Whether the kernel still lists this process's lease on the file, active
+ * or being broken, in /proc/locks: a lease it broke itself after
+ * lease-break-time (the writer then went on) is gone from there. */
+static bool lease_held(const struct registry_lease *l)
+{
+	FILE *f = fopen("/proc/locks", "re");
+	if (!f)
+		return false;
+	char want[96], line[256];
+	snprintf(want, sizeof want, " %ld %02x:%02x:%lu ", (long)getpid(), major(l->dev), minor(l->dev),
+		 (unsigned long)l->ino);
+	bool held = false;
+	while (!held && fgets(line, sizeof line, f)) {
+		/* "N: LEASE  ACTIVE    READ  PID MAJ:MIN:INO 0 EOF"; "BREAKING"
+		 * while broken; "BREAKER" lines are the writers waiting */
+		const char *p = strstr(line, ": LEASE  ");
+		held = p && !strstr(line, "BREAKER") && strstr(line, want);
+	}
+	fclose(f);
+	return held;
+}
+
+/* The file under a read lease, or NULL where none can be had: the caller
+ * cannot be told of a writer (SIGIO not blocked, so it would kill it), the
+ * kernel would break the lease itself before a copy is likely taken, the
+ * file is open for writing (EAGAIN) or another user's (EACCES), its file
+ * system has no leases, its database is in WAL mode (its -wal file, which
+ * SQLite reads too, is not under the lease), or /proc/locks cannot show
+ * later whether the kernel has broken the lease itself. */
+static struct registry_lease *lease_take(const char *path)
+{
+	if (!sigio_blocked() || !lease_break_time_ok())
+		return NULL;
+	struct registry_lease *l = calloc(1, sizeof *l);
+	if (!l)
+		return NULL;
+	unsigned char hdr[20];
+	struct stat st;
+	l->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (l->fd < 0 || fcntl(l->fd, F_SETLEASE, F_RDLCK) < 0 ||
+	    pread(l->fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr || hdr[18] != 1 || hdr[19] != 1 ||
+	    fstat(l->fd, &st) < 0 || ((l->dev = st.st_dev), (l->ino = st.st_ino), !lease_held(l))) {
+		if (l->fd >= 0)
+			close(l->fd); /* and the lease with it */
+		free(l);
+		return NULL;
+	}
+	l->size = (size_t)st.st_size;
+	return l;
+}
+
+int registry_snapshot_begin(struct kiln_registry *reg, bool lease, char *err, size_t errlen)
 {
 	/* A read transaction holds SQLite's shared lock on the file: no SQLite
 	 * writer can change it while it is copied. The copy is read from the
@@ -78,6 +155,8 @@ int registry_snapshot_begin(struct kiln_registry *reg, char *err, size_t errlen)
 		registry_sql_message(reg->db, rc, reg->path, err, errlen);
 		return -1;
 	}
+	if (lease && (reg->lease = lease_take(reg->path)))
+		return 0;
 	struct registry_copy *c = calloc(1, sizeof *c);
 	struct stat st;
 	if (!c) {
@@ -105,13 +184,10 @@ fail:
 	return -1;
 }
 
-int registry_snapshot_finish(struct kiln_registry *reg, char *err, size_t errlen)
+/* Moves the handle onto the copy c has taken, ending the read transaction
+ * the file was read under; frees c. */
+static int adopt_copy(struct kiln_registry *reg, struct registry_copy *c, char *err, size_t errlen)
 {
-	struct registry_copy *c = reg->copy;
-	if (!c)
-		return 0;
-	reg->copy = NULL;
-	pthread_join(c->thread, NULL);
 	/* Statements stepped on the file would keep its read transaction open
 	 * (sqlite3_deserialize refuses then); they are prepared again on the
 	 * copy as they are used. */
@@ -145,8 +221,74 @@ int registry_snapshot_finish(struct kiln_registry *reg, char *err, size_t errlen
 	return registry_check_schema(reg->db, reg->path, false, err, errlen);
 }
 
+int registry_snapshot_finish(struct kiln_registry *reg, char *err, size_t errlen)
+{
+	struct registry_copy *c = reg->copy;
+	if (!c)
+		return 0; /* a snapshot, the file under its lease, or no snapshot */
+	reg->copy = NULL;
+	pthread_join(c->thread, NULL);
+	return adopt_copy(reg, c, err, errlen);
+}
+
+int registry_snapshot_take(struct kiln_registry *reg, char *err, size_t errlen)
+{
+	struct registry_lease *l = reg->lease;
+	if (!l)
+		return 0;
+	struct registry_copy *c = calloc(1, sizeof *c);
+	if (!c) {
+		snprintf(err, errlen, "%s: out of memory", reg->path);
+		return -1;
+	}
+	reg->lease = NULL;
+	c->fd = l->fd; /* the lease goes with it, once the copy is the handle's */
+	c->memfd = -1;
+	c->size = l->size;
+	copy_main(c);
+	/* Every write and truncation waits for the lease, so the copy is of
+	 * the file as it was, if the lease was still held when the copy was
+	 * complete; unless the kernel broke it (lease-break-time) before this
+	 * process got to it: then nothing can be vouched for. */
+	bool held = lease_held(l);
+	free(l);
+	/* Given up now, not when the fd is closed: a child forked meanwhile
+	 * holds the same open file, and the lease with it. */
+	fcntl(c->fd, F_SETLEASE, F_UNLCK);
+	if (!c->err && !held) {
+		registry_finalize_statements(reg);
+		copy_free(c);
+		sqlite3_exec(reg->db, "ROLLBACK", NULL, NULL, NULL);
+		snprintf(err, errlen,
+			 "%s: the registry was written before its copy could be taken (the kernel "
+			 "gave the writer its way after /proc/sys/fs/lease-break-time); answers from "
+			 "here on would not be the registry the build started with",
+			 reg->path);
+		return -1;
+	}
+	if (adopt_copy(reg, c, err, errlen) < 0)
+		return -1;
+	reg->copied_after_lease = true;
+	return 0;
+}
+
+enum registry_snapshot_kind registry_snapshot_kind(const struct kiln_registry *reg)
+{
+	if (reg->lease)
+		return REGISTRY_SNAPSHOT_LEASED;
+	if (reg->snap)
+		return reg->copied_after_lease ? REGISTRY_SNAPSHOT_COPY_AFTER_LEASE : REGISTRY_SNAPSHOT_COPY;
+	return reg->copy ? REGISTRY_SNAPSHOT_COPY : REGISTRY_SNAPSHOT_NONE;
+}
+
 void registry_snapshot_abandon(struct kiln_registry *reg)
 {
+	if (reg->lease) {
+		fcntl(reg->lease->fd, F_SETLEASE, F_UNLCK);
+		close(reg->lease->fd);
+		free(reg->lease);
+		reg->lease = NULL;
+	}
 	struct registry_copy *c = reg->copy;
 	if (!c)
 		return;
@@ -157,7 +299,7 @@ void registry_snapshot_abandon(struct kiln_registry *reg)
 
 int registry_snapshot(struct kiln_registry *reg, char *err, size_t errlen)
 {
-	if (registry_snapshot_begin(reg, err, errlen) < 0)
+	if (registry_snapshot_begin(reg, false, err, errlen) < 0)
 		return -1;
 	return registry_snapshot_finish(reg, err, errlen);
 }

@@ -275,6 +275,22 @@ static bool read_lifeline(int fd, char *note, size_t notelen, size_t *got)
 	return false;
 }
 
+/* The signals pending on sfd: SIGIO goes to the service. 1 if one of them
+ * stops the server (SIGTERM), 0 if none does, -1 with a message in err if
+ * the service's answer to SIGIO failed. */
+static int read_signals(int sfd, const struct kiln_service *svc, char *err, size_t errlen)
+{
+	int stop = 0;
+	struct signalfd_siginfo si;
+	while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+		if (si.ssi_signo != SIGIO)
+			stop = 1;
+		else if (svc->sigio && svc->sigio(svc->ctx, err, errlen) < 0)
+			return -1;
+	}
+	return stop;
+}
+
 int kiln_server_run(int listen_fd, int lifeline_fd, const struct kiln_service *svc,
 		    char *note, size_t notelen, struct kiln_server_stats *stats,
 		    char *err, size_t errlen)
@@ -295,6 +311,8 @@ int kiln_server_run(int listen_fd, int lifeline_fd, const struct kiln_service *s
 	sigset_t ss;
 	sigemptyset(&ss);
 	sigaddset(&ss, SIGTERM);
+	if (svc->sigio)
+		sigaddset(&ss, SIGIO);
 	sigprocmask(SIG_BLOCK, &ss, NULL);
 	sfd = signalfd(-1, &ss, SFD_CLOEXEC | SFD_NONBLOCK);
 
@@ -336,7 +354,11 @@ int kiln_server_run(int listen_fd, int lifeline_fd, const struct kiln_service *s
 				if (read_lifeline(lifeline_fd, note, notelen, &got))
 					stop = true;
 			} else if (tag == TAG_SIGNAL) {
-				stop = true;
+				int r = read_signals(sfd, svc, err, errlen);
+				if (r < 0)
+					goto out;
+				if (r > 0)
+					stop = true;
 			} else if (l.conns[tag].open) {
 				serve_one(&l, tag);
 			}

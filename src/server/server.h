@@ -38,6 +38,10 @@ struct kiln_service {
 	 * runs (after the messages of a turn, or when none came). */
 	void (*tick)(void *ctx);
 	int tick_ms;
+	/* Optional: SIGIO arrived (a file lease of the service's is being
+	 * broken; the caller blocked SIGIO before taking it). Returns 0, or -1
+	 * with a message in err to stop the server with that error. */
+	int (*sigio)(void *ctx, char *err, size_t errlen);
 };
 
 struct kiln_server_stats {
@@ -48,8 +52,8 @@ struct kiln_server_stats {
  * non-blocking). Returns the fd, or -1 with a message in err. */
 int kiln_server_listen(const char *path, char *err, size_t errlen);
 
-/* Serves until `lifeline_fd` reaches end of file (the owner closed its end)
- * or SIGTERM arrives. Whatever was written on the lifeline before EOF is
+/* Serves until `lifeline_fd` reaches end of file (the owner closed its end),
+ * SIGTERM arrives or the service's sigio hook fails. Whatever was written on the lifeline before EOF is
  * returned in `note` (NUL-terminated, truncated to notelen). Returns 0, or -1
  * with a message in err. */
 int kiln_server_run(int listen_fd, int lifeline_fd, const struct kiln_service *svc,

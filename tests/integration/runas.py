@@ -66,15 +66,16 @@ class World:
             with open(os.path.join(self.inc, name), "w") as f:
                 f.write(name + "\n")
         S = self.sys
+        self.packages = [
+            ("base", True, [f"{S}/", f"{S}/usr/", f"{S}/usr/include/", f"{S}/usr/lib/",
+                            f"{S}/usr/include/base.h"]),
+            ("libdep-dev", False, [f"{S}/usr/include/dep.h"]),
+            ("libfoo-dev", False, [f"{S}/usr/include/foo.h", f"{S}/usr/lib/foo/",
+                                   f"{S}/usr/lib/foo/x"]),
+        ]
         manifest = os.path.join(self.top, "manifest")
         with open(manifest, "w") as f:
-            f.write(manifest_text([
-                ("base", True, [f"{S}/", f"{S}/usr/", f"{S}/usr/include/", f"{S}/usr/lib/",
-                                f"{S}/usr/include/base.h"]),
-                ("libdep-dev", False, [f"{S}/usr/include/dep.h"]),
-                ("libfoo-dev", False, [f"{S}/usr/include/foo.h", f"{S}/usr/lib/foo/",
-                                       f"{S}/usr/lib/foo/x"]),
-            ]))
+            f.write(manifest_text(self.packages))
 
         self.db = os.path.join(self.top, "registry.db")
         r = subprocess.run([self.kiln, "registry", "--db", self.db, "import", "manifest", manifest],

@@ -1,13 +1,16 @@
 """kiln's own state is out of the build's reach (issue 9, class 7): the run
 directory (socket, cache) cannot be renamed, replaced, written or listed by
 the build, so no process can put its own server in kiln's place; and the
-registry is read from a sealed in-memory copy taken before the build starts,
-so rewriting its file mid-run changes nothing. As root and as nobody."""
+registry is held under a read lease, so rewriting its file mid-run waits
+until the server has taken a sealed in-memory copy of it (where no lease can
+be had, the copy is taken before the build starts), and changes nothing.
+As root and as nobody."""
+import json
 import os
 import pwd
 import subprocess
 
-from runas import uworld  # noqa: F401 (fixture)
+from runas import manifest_text, uworld  # noqa: F401 (fixture)
 
 # Each line: a technique, then the same call on a path that does not exist
 # in the same place; both outputs are compared.
@@ -73,10 +76,9 @@ for f in (lambda: os.rename(run + "/socket", "/tmp/x-stolen"),
     assert "libfoo-dev (1)" in r.stderr
 
 
-def test_registry_rewritten_mid_run_changes_nothing(uworld):
-    """The build rewrites the registry file in place (cp over it, and
-    through a hard link) with one in which foo.h is nobody's: foo.h must
-    stay hidden."""
+def other_registry(uworld):
+    """A registry in which foo.h is nobody's, and the registry file made
+    writable by the build's user."""
     other = os.path.join(uworld.top, "other.db")
     manifest = os.path.join(uworld.top, "other.manifest")
     with open(manifest, "w") as f:
@@ -89,6 +91,14 @@ def test_registry_rewritten_mid_run_changes_nothing(uworld):
         pw = pwd.getpwnam("nobody")
         os.chown(uworld.db, pw.pw_uid, pw.pw_gid)
     os.chmod(os.path.dirname(uworld.db), 0o777)
+    return other
+
+
+def test_registry_rewritten_mid_run_changes_nothing(uworld):
+    """The build rewrites the registry file in place (cp over it, and
+    through a hard link) with one in which foo.h is nobody's: foo.h must
+    stay hidden."""
+    other = other_registry(uworld)
     build = f'''
 cat {uworld.inc}/foo.h; echo "before=$?"
 ln {uworld.db} {uworld.top}/hard-$$ && cat {other} > {uworld.top}/hard-$$; echo "link=$?"
@@ -100,3 +110,56 @@ cat {uworld.inc}/foo.h; echo "after=$?"
     assert "before=1" in r.stdout and "after=1" in r.stdout, (r.stdout, r.stderr)
     assert "cp=0" in r.stdout and "same=0" in r.stdout   # the file really changed
     assert "libfoo-dev (1)" in r.stderr
+
+
+def test_registry_rewritten_before_any_question_changes_nothing(uworld):
+    """The build's first act is to rewrite the registry, so every answer
+    the server gives is read after it: from the copy the server took when
+    the writer opened the file (the writer waits for it). The registry is
+    made large enough (8,000 more files, sorted between the directories
+    and foo.h and x) that the server has not read the pages that answer for
+    them before the build starts; a handle reading the rewritten file
+    fails, and kiln then refuses (EACCES) where hidden files are absent."""
+    S = uworld.sys
+    filler = [(f"filler{i}", False, [f"{S}/usr/include/e{i:03d}{j:02d}.h" for j in range(40)] +
+               [f"{S}/usr/lib/foo/w{i:03d}{j:02d}" for j in range(40)]) for i in range(100)]
+    manifest = os.path.join(uworld.top, "big.manifest")
+    with open(manifest, "w") as f:
+        f.write(manifest_text(uworld.packages + filler))
+    r = subprocess.run([uworld.kiln, "registry", "--db", uworld.db, "import", "manifest", manifest],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    os.chmod(uworld.db, 0o644)
+    other = other_registry(uworld)
+    build = f'''
+cp {other} {uworld.db}; echo "cp=$?"
+cmp -s {other} {uworld.db}; echo "same=$?"
+cat {uworld.lib}/foo/x; echo "x=$?"
+cat {uworld.inc}/foo.h; echo "foo=$?"
+cat {uworld.inc}/dep.h >/dev/null; echo "dep=$?"
+'''
+    r = uworld.run("--json", "-o", "r.json", command=["sh", "-c", build])
+    assert "cp=0" in r.stdout and "same=0" in r.stdout, (r.stdout, r.stderr)
+    assert "x=1" in r.stdout and "foo=1" in r.stdout and "dep=0" in r.stdout, (r.stdout, r.stderr)
+    assert f"{uworld.lib}/foo/x: No such file or directory" in r.stderr, r.stderr
+    assert f"{uworld.inc}/foo.h: No such file or directory" in r.stderr, r.stderr
+    assert "libfoo-dev (2)" in r.stderr, r.stderr
+    with open(os.path.join(uworld.build, "r.json")) as f:
+        totals = json.load(f)["totals"]
+    assert totals["registry_snapshot"] == "lease-then-copy"
+    # a plain look at the rewritten file: foo.h is nobody's there
+    r = subprocess.run([uworld.kiln, "registry", "--db", uworld.db, "owner", f"{uworld.inc}/foo.h"],
+                       capture_output=True, text=True, timeout=60)
+    assert "libfoo-dev" not in r.stdout
+
+
+def test_registry_is_leased_where_it_can_be(uworld):
+    """A build that leaves the registry alone costs no copy of it; where
+    the lease is the kernel's to refuse (the registry is root's, the build
+    nobody's), the copy is taken at the start and the answers are the same."""
+    r = uworld.run("--json", "-o", "r.json",
+                   command=["sh", "-c", f"cat {uworld.inc}/foo.h; echo foo=$?"])
+    assert "foo=1" in r.stdout, (r.stdout, r.stderr)
+    with open(os.path.join(uworld.build, "r.json")) as f:
+        totals = json.load(f)["totals"]
+    assert totals["registry_snapshot"] == ("copy" if uworld.runas else "lease")

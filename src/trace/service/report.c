@@ -415,6 +415,15 @@ unsigned long tracelog_round_trips(const struct tracelog *t)
 	return t->queries + t->dir_queries - (unsigned long)t->cache.notes_decided;
 }
 
+static const char *registry_held_as(const char *kind)
+{
+	if (!strcmp(kind, "lease"))
+		return "read from its file under a read lease (no copy taken)";
+	if (!strcmp(kind, "lease-then-copy"))
+		return "read under a read lease, then from a copy (written during the build)";
+	return "read from a copy taken at the start";
+}
+
 void tracelog_write_stats(const struct tracelog *t, FILE *out)
 {
 	const struct trace_cache_figures *c = &t->cache;
@@ -433,6 +442,8 @@ void tracelog_write_stats(const struct tracelog *t, FILE *out)
 	fprintf(out, "  listings     %" PRIu64 " answered from the cache\n", c->listings);
 	fprintf(out, "  map          %" PRIu64 " bytes, %" PRIu64 " entries\n", c->map_bytes, c->entries);
 	fprintf(out, "  processes    %zu\n", tracelog_processes(t));
+	if (t->registry_snapshot)
+		fprintf(out, "  registry     %s\n", registry_held_as(t->registry_snapshot));
 }
 
 /* ---- JSON ------------------------------------------------------------- */
@@ -748,11 +759,12 @@ int tracelog_write_json(const struct tracelog *t, const struct trace_diagnosis *
 	fprintf(f, "],\n\"totals\":{\"queries\":%lu,\"dir_queries\":%lu,\"entries_hidden\":%lu,"
 		"\"paths\":%zu,\"processes\":%zu,\"connections\":%zu,\"hidden\":%zu,\"hidden_packages\":%zu,"
 		"\"refused_writes\":%zu,\"write_probes\":%zu,\"unknown\":%zu,\"exec_events\":%zu,\"undecidable\":%lu,"
-		"\"harmless\":%zu,\"violations\":%lu,\"server_cpu_seconds\":%.3f},\n",
+		"\"harmless\":%zu,\"violations\":%lu,\"server_cpu_seconds\":%.3f,"
+		"\"registry_snapshot\":\"%s\"},\n",
 		t->queries, t->dir_queries, t->entries_hidden, t->paths.n, tracelog_processes(t),
 		t->nclients, t->hidden.n,
 		npkgs, t->refused.n, t->probes.n, t->unknown.n, t->nevents, t->failures, d->nharmless_nodes,
-		d->violations, t->server_cpu);
+		d->violations, t->server_cpu, t->registry_snapshot ? t->registry_snapshot : "");
 	const struct trace_cache_figures *c = &t->cache;
 	fprintf(f, "\"cache\":{\"enabled\":%s,\"hits\":%" PRIu64 ",\"misses\":%" PRIu64
 		",\"round_trips\":%lu,\"notes\":%" PRIu64 ",\"ahead\":%" PRIu64 ",\"logged\":%" PRIu64

@@ -25,6 +25,9 @@ struct trace_service {
 	struct sbx_decision dec;
 	struct sbx_decision ahead; /* another class's decision (answered_ahead) */
 	char path[KILN_PATH_MAX + 1];
+	/* The registry held under a read lease whose break (SIGIO) makes the
+	 * server take its copy (trace_server.c), or NULL. */
+	struct kiln_registry *leased;
 };
 
 /* `policy` must be compiled and outlive the service. */

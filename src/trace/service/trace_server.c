@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +108,27 @@ static int write_text_report(const struct tracelog *t, const struct trace_diagno
 	return outfile_commit(&o, err, errlen);
 }
 
+/* Someone opens the registry file to write it: the copy, then the lease
+ * given up (the writer waits until then). */
+static int take_registry_copy(void *ctx, char *err, size_t errlen)
+{
+	struct trace_service *ts = ctx;
+	if (!ts->leased)
+		return 0;
+	int rc = registry_snapshot_take(ts->leased, err, errlen);
+	ts->leased = NULL;
+	return rc;
+}
+
+static const char *snapshot_name(enum registry_snapshot_kind k)
+{
+	switch (k) {
+	case REGISTRY_SNAPSHOT_LEASED: return "lease";
+	case REGISTRY_SNAPSHOT_COPY_AFTER_LEASE: return "lease-then-copy";
+	default: return "copy";
+	}
+}
+
 int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int lifeline_fd)
 {
 	char err[1024];
@@ -119,10 +141,18 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	int listen_fd = -1, rc = TRACE_SERVER_FAILED;
 	pid_t kiln = getppid();
 
-	/* The registry's copy is taken while the closure and the plans are
-	 * worked out from the file under SQLite's lock, and finished before
-	 * the build can reach the file (docs/registry.md, Snapshot). */
-	struct kiln_registry *reg = registry_open(cfg->db, REGISTRY_SNAPSHOT_LATER, err, sizeof err);
+	/* The registry is held under a read lease, its copy taken only when
+	 * someone opens the file to write it (SIGIO, answered in the server's
+	 * loop); where no lease can be had the copy is taken while the closure
+	 * and the plans are worked out from the file under SQLite's lock, and
+	 * finished before the build can reach the file (docs/registry.md,
+	 * Snapshot). */
+	sigset_t sigio;
+	sigemptyset(&sigio);
+	sigaddset(&sigio, SIGIO);
+	sigprocmask(SIG_BLOCK, &sigio, NULL);
+	struct kiln_registry *reg = registry_open(cfg->db, REGISTRY_SNAPSHOT_LATER | REGISTRY_SNAPSHOT_LEASE,
+						  err, sizeof err);
 	if (!reg)
 		goto fail;
 	if (cfg->control &&
@@ -182,6 +212,10 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	ready_fd = -1;
 
 	struct kiln_service hooks = trace_service_hooks(ts);
+	if (registry_snapshot_kind(reg) == REGISTRY_SNAPSHOT_LEASED) {
+		ts->leased = reg;
+		hooks.sigio = take_registry_copy;
+	}
 	struct kiln_server_stats stats;
 	char note[128];
 	int run = kiln_server_run(listen_fd, lifeline_fd, &hooks, note, sizeof note, &stats,
@@ -195,19 +229,24 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	const char *st = strstr(note, "status ");
 	if (!st || sscanf(st, "status %d", &status) != 1)
 		status = -1;
-	/* No status: kiln was killed (its end closed the lifeline; getppid()
-	 * may not have changed yet) or the server was told to stop. Nobody
-	 * else may be left to end the build and clean up. */
-	bool kiln_gone = !st;
-	if (kiln_gone) {
+	/* No status: the server could not go on (run < 0: its clients would
+	 * fail closed), or kiln was killed (its end closed the lifeline;
+	 * getppid() may not have changed yet) or the server was told to stop:
+	 * nobody else may be left to end the build and clean up. */
+	bool kiln_gone = !st && run == 0;
+	if (!st) {
 		const char *pg = strstr(note, "pgid ");
 		long pgid = 0;
 		if (!pg || sscanf(pg, "pgid %ld", &pgid) != 1)
 			pgid = 0;
 		size_t n = trace_end_build(cfg->rundir, (pid_t)pgid);
-		fprintf(stderr, "kiln trace: server: kiln (pid %ld) died before the build ended; "
-				"ended the build (%zu processes killed)\n", (long)kiln, n);
+		if (kiln_gone)
+			fprintf(stderr, "kiln trace: server: kiln (pid %ld) died before the build ended; "
+					"ended the build (%zu processes killed)\n", (long)kiln, n);
+		else
+			fprintf(stderr, "kiln trace: server: ended the build (%zu processes killed)\n", n);
 	}
+	ts->log.registry_snapshot = snapshot_name(registry_snapshot_kind(reg));
 	struct rusage ru;
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		ts->log.server_cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +

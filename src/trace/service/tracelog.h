@@ -70,6 +70,9 @@ struct trace_cache_figures {
 
 struct tracelog {
 	bool report_only;
+	/* How the server held the registry: "copy", "lease" or
+	 * "lease-then-copy" (docs/registry.md, Snapshot); NULL: not told. */
+	const char *registry_snapshot;
 	struct trace_client *clients;
 	size_t nclients, capclients;
 	struct pathtab paths;    /* path asked -> struct trace_path */

@@ -1,0 +1,347 @@
+/* Unit tests: a registry handle holding its file under a read lease
+ * (REGISTRY_SNAPSHOT_LEASE, snapshot.c). Each way a build could rewrite the
+ * file waits until the holder, told by SIGIO, has taken its copy, and no
+ * answer changes; where no lease can be had the copy is taken at the
+ * start; a lease the kernel broke before the copy was taken is an error,
+ * never an answer from the rewritten file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "registry/import.h"
+#include "registry/internal.h"
+#include "registry/registry.h"
+
+static char dir[PATH_MAX], db[PATH_MAX + 32], other[PATH_MAX + 32], work[PATH_MAX + 32];
+static char err[2048];
+
+#define FOO_H "/usr/include/foo.h"
+
+static int import(const char *target, const char *text)
+{
+	char manifest[PATH_MAX + 32];
+	snprintf(manifest, sizeof manifest, "%s/m.manifest", dir);
+	FILE *f = fopen(manifest, "w");
+	if (!f)
+		return -1;
+	fputs(text, f);
+	fclose(f);
+	struct registry_import_opts o = { 0 };
+	struct registry_import_result r;
+	const char *files[] = { manifest };
+	if (registry_import_manifests(target, files, 1, &o, &r, err, sizeof err)) {
+		fprintf(stderr, "import: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+static void drain_sigio(void)
+{
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGIO);
+	struct timespec zero = { 0, 0 };
+	while (sigtimedwait(&s, NULL, &zero) == SIGIO)
+		;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof dir, "/tmp/kiln-lease-XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(db, sizeof db, "%s/registry.db", dir);
+	snprintf(other, sizeof other, "%s/other.db", dir);
+	snprintf(work, sizeof work, "%s/work.db", dir);
+	if (import(db, "Package: libfoo-dev\nVersion: 1\nFiles:\n /usr/\n /usr/include/\n " FOO_H "\n") ||
+	    import(other, "Package: base\nVersion: 1\nEssential: yes\nFiles:\n /usr/\n /usr/bin/\n"))
+		return -1;
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGIO);
+	return sigprocmask(SIG_BLOCK, &s, NULL);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[PATH_MAX + 16];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	char cmd[3 * PATH_MAX];
+	snprintf(cmd, sizeof cmd, "cp '%s' '%s'", from, to);
+	assert_int_equal(system(cmd), 0);
+}
+
+static bool same_file_content(const char *a, const char *b)
+{
+	char cmd[3 * PATH_MAX];
+	snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", a, b);
+	return system(cmd) == 0;
+}
+
+/* A fresh copy of the registry, opened as the trace server opens it. */
+static struct kiln_registry *leased(void)
+{
+	drain_sigio();
+	unlink(work);
+	copy_file(db, work);
+	struct kiln_registry *reg =
+		registry_open(work, REGISTRY_SNAPSHOT_LATER | REGISTRY_SNAPSHOT_LEASE, err, sizeof err);
+	if (!reg)
+		fail_msg("open: %s", err);
+	assert_int_equal(registry_snapshot_finish(reg, err, sizeof err), 0);
+	return reg;
+}
+
+static int owners_of_foo(struct kiln_registry *reg)
+{
+	int64_t ids[4];
+	return registry_owners(reg, FOO_H, ids, 4);
+}
+
+/* Writes other.db's bytes through fd from offset 0. */
+static int write_other(int fd)
+{
+	int in = open(other, O_RDONLY);
+	char buf[65536];
+	ssize_t n;
+	if (in < 0)
+		return -1;
+	while ((n = read(in, buf, sizeof buf)) > 0)
+		if (write(fd, buf, (size_t)n) != n)
+			return -1;
+	close(in);
+	return 0;
+}
+
+enum technique { IN_PLACE, TRUNCATE, HARD_LINK, PROC_FD, NONBLOCK };
+
+/* In a child: the technique; exit status 0 if the file was written. */
+static void attack(enum technique t, int lease_fd)
+{
+	char path[PATH_MAX + 64];
+	int fd = -1;
+	switch (t) {
+	case IN_PLACE:
+		fd = open(work, O_WRONLY);
+		break;
+	case TRUNCATE:
+		_exit(truncate(work, 0) == 0 ? 0 : 1);
+	case HARD_LINK:
+		snprintf(path, sizeof path, "%s/hard", dir);
+		unlink(path);
+		if (link(work, path) < 0)
+			_exit(2);
+		fd = open(path, O_WRONLY | O_TRUNC);
+		break;
+	case PROC_FD:
+		snprintf(path, sizeof path, "/proc/%ld/fd/%d", (long)getppid(), lease_fd);
+		fd = open(path, O_RDWR);
+		break;
+	case NONBLOCK:
+		fd = open(work, O_WRONLY | O_NONBLOCK);
+		_exit(fd < 0 && errno == EWOULDBLOCK ? 3 : 1);
+	}
+	_exit(fd >= 0 && write_other(fd) == 0 ? 0 : 1);
+}
+
+static void writer_waits_for_the_copy(enum technique t, int want_status)
+{
+	/* Nothing asked before: the answer below is read from the file's
+	 * pages, not from SQLite's cache of them. */
+	struct kiln_registry *reg = leased();
+	assert_int_equal(registry_snapshot_kind(reg), REGISTRY_SNAPSHOT_LEASED);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		attack(t, reg->lease->fd);
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGIO);
+	struct timespec ten = { 10, 0 };
+	assert_int_equal(sigtimedwait(&s, NULL, &ten), SIGIO);
+	if (t != NONBLOCK) { /* still waiting: nothing written yet */
+		int st;
+		assert_int_equal(waitpid(pid, &st, WNOHANG), 0);
+		assert_true(same_file_content(work, db));
+	}
+	assert_int_equal(registry_snapshot_take(reg, err, sizeof err), 0);
+	assert_int_equal(registry_snapshot_kind(reg), REGISTRY_SNAPSHOT_COPY_AFTER_LEASE);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), want_status);
+	if (t != NONBLOCK) { /* the file really changed, and with it a plain handle's answer */
+		assert_false(same_file_content(work, db));
+		struct kiln_registry *plain = registry_open(work, REGISTRY_RDONLY, err, sizeof err);
+		assert_true(!plain || owners_of_foo(plain) != 1);
+		registry_close(plain);
+	}
+	assert_int_equal(owners_of_foo(reg), 1);
+	assert_int_equal(registry_snapshot_take(reg, err, sizeof err), 0); /* nothing left */
+	registry_close(reg);
+}
+
+static void rewritten_in_place(void **state)
+{
+	(void)state;
+	writer_waits_for_the_copy(IN_PLACE, 0);
+}
+
+static void truncated(void **state)
+{
+	(void)state;
+	writer_waits_for_the_copy(TRUNCATE, 0);
+}
+
+static void rewritten_through_a_hard_link(void **state)
+{
+	(void)state;
+	writer_waits_for_the_copy(HARD_LINK, 0);
+}
+
+static void rewritten_through_the_holders_proc_fd(void **state)
+{
+	(void)state;
+	writer_waits_for_the_copy(PROC_FD, 0);
+}
+
+/* A non-blocking open is refused at once (EWOULDBLOCK), and still told. */
+static void nonblocking_open_refused(void **state)
+{
+	(void)state;
+	writer_waits_for_the_copy(NONBLOCK, 3);
+}
+
+/* Another file renamed over the path: the handle keeps the file it holds,
+ * no copy is needed. */
+static void replaced_by_rename(void **state)
+{
+	(void)state;
+	struct kiln_registry *reg = leased();
+	char tmp[PATH_MAX + 32];
+	snprintf(tmp, sizeof tmp, "%s/tmp.db", dir);
+	copy_file(other, tmp);
+	assert_int_equal(rename(tmp, work), 0);
+	assert_int_equal(owners_of_foo(reg), 1);
+	assert_int_equal(registry_snapshot_kind(reg), REGISTRY_SNAPSHOT_LEASED);
+	registry_close(reg);
+}
+
+/* The kernel broke the lease itself (a writer waited lease-break-time) and
+ * the file changed before the copy: an error, not the new file's answers. */
+static void written_before_the_copy_is_an_error(void **state)
+{
+	(void)state;
+	struct kiln_registry *reg = leased();
+	assert_int_equal(fcntl(reg->lease->fd, F_SETLEASE, F_UNLCK), 0);
+	int fd = open(work, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(write_other(fd), 0);
+	close(fd);
+	assert_int_equal(registry_snapshot_take(reg, err, sizeof err), -1);
+	assert_non_null(strstr(err, "written before its copy could be taken"));
+	registry_close(reg);
+}
+
+static void copied_at_open(const char *why)
+{
+	struct kiln_registry *reg =
+		registry_open(work, REGISTRY_SNAPSHOT_LATER | REGISTRY_SNAPSHOT_LEASE, err, sizeof err);
+	if (!reg)
+		fail_msg("open: %s", err);
+	if (registry_snapshot_finish(reg, err, sizeof err))
+		fail_msg("%s: %s", why, err);
+	if (registry_snapshot_kind(reg) != REGISTRY_SNAPSHOT_COPY)
+		fail_msg("%s: not copied at the start", why);
+	assert_int_equal(owners_of_foo(reg), 1);
+	int fd = open(work, O_WRONLY | O_NONBLOCK); /* no lease in its way */
+	assert_true(fd >= 0);
+	close(fd);
+	registry_close(reg);
+}
+
+/* Where no lease can be had, the copy is taken at the start. */
+static void no_lease_no_risk(void **state)
+{
+	(void)state;
+	drain_sigio();
+	unlink(work);
+	copy_file(db, work);
+
+	int w = open(work, O_RDWR); /* open for writing: F_SETLEASE says EAGAIN */
+	assert_true(w >= 0);
+	copied_at_open("open for writing");
+	close(w);
+
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGIO);
+	sigprocmask(SIG_UNBLOCK, &s, NULL); /* SIGIO would kill the holder */
+	copied_at_open("SIGIO not blocked");
+	sigprocmask(SIG_BLOCK, &s, NULL);
+
+	/* A WAL database (kiln's imports never write one): its -wal file is
+	 * not under the lease, so no lease (the copy of such a file is then
+	 * refused by sqlite3_deserialize, as before leases). */
+	sqlite3 *d;
+	assert_int_equal(sqlite3_open(work, &d), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(d, "PRAGMA journal_mode=WAL", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(d);
+	struct kiln_registry *reg =
+		registry_open(work, REGISTRY_SNAPSHOT_LATER | REGISTRY_SNAPSHOT_LEASE, err, sizeof err);
+	assert_non_null(reg);
+	assert_int_equal(registry_snapshot_kind(reg), REGISTRY_SNAPSHOT_COPY);
+	registry_close(reg);
+}
+
+/* Closing the handle gives the lease up. */
+static void close_gives_the_lease_up(void **state)
+{
+	(void)state;
+	struct kiln_registry *reg = leased();
+	registry_close(reg);
+	int fd = open(work, O_WRONLY | O_NONBLOCK);
+	assert_true(fd >= 0);
+	close(fd);
+	sigset_t s;
+	sigpending(&s);
+	assert_false(sigismember(&s, SIGIO));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(rewritten_in_place),
+		cmocka_unit_test(truncated),
+		cmocka_unit_test(rewritten_through_a_hard_link),
+		cmocka_unit_test(rewritten_through_the_holders_proc_fd),
+		cmocka_unit_test(nonblocking_open_refused),
+		cmocka_unit_test(replaced_by_rename),
+		cmocka_unit_test(written_before_the_copy_is_an_error),
+		cmocka_unit_test(no_lease_no_risk),
+		cmocka_unit_test(close_gives_the_lease_up),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
