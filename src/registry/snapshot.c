@@ -272,6 +272,11 @@ int registry_snapshot_take(struct kiln_registry *reg, char *err, size_t errlen)
 	return 0;
 }
 
+bool registry_snapshot_intact(const struct kiln_registry *reg)
+{
+	return !reg->lease || lease_held(reg->lease);
+}
+
 enum registry_snapshot_kind registry_snapshot_kind(const struct kiln_registry *reg)
 {
 	if (reg->lease)

@@ -346,18 +346,25 @@ int kiln_server_run(int listen_fd, int lifeline_fd, const struct kiln_service *s
 			snprintf(err, errlen, "epoll_wait: %s", strerror(errno));
 			goto out;
 		}
+		/* Signals first: a SIGIO queued while the server could not run
+		 * (stopped, starved) is answered before any message is. */
+		for (int i = 0; i < n; i++) {
+			if ((int)(int64_t)evs[i].data.u64 != TAG_SIGNAL)
+				continue;
+			int r = read_signals(sfd, svc, err, errlen);
+			if (r < 0)
+				goto out;
+			if (r > 0)
+				stop = true;
+		}
 		for (int i = 0; i < n; i++) {
 			int tag = (int)(int64_t)evs[i].data.u64;
-			if (tag == TAG_LISTEN) {
+			if (tag == TAG_SIGNAL) {
+				continue;
+			} else if (tag == TAG_LISTEN) {
 				accept_all(&l, listen_fd);
 			} else if (tag == TAG_LIFELINE) {
 				if (read_lifeline(lifeline_fd, note, notelen, &got))
-					stop = true;
-			} else if (tag == TAG_SIGNAL) {
-				int r = read_signals(sfd, svc, err, errlen);
-				if (r < 0)
-					goto out;
-				if (r > 0)
 					stop = true;
 			} else if (l.conns[tag].open) {
 				serve_one(&l, tag);

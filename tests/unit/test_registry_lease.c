@@ -186,8 +186,10 @@ static void writer_waits_for_the_copy(enum technique t, int want_status)
 		assert_int_equal(waitpid(pid, &st, WNOHANG), 0);
 		assert_true(same_file_content(work, db));
 	}
+	assert_true(registry_snapshot_intact(reg)); /* being broken, still held */
 	assert_int_equal(registry_snapshot_take(reg, err, sizeof err), 0);
 	assert_int_equal(registry_snapshot_kind(reg), REGISTRY_SNAPSHOT_COPY_AFTER_LEASE);
+	assert_true(registry_snapshot_intact(reg));
 	int st;
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
@@ -255,7 +257,9 @@ static void written_before_the_copy_is_an_error(void **state)
 {
 	(void)state;
 	struct kiln_registry *reg = leased();
+	assert_true(registry_snapshot_intact(reg));
 	assert_int_equal(fcntl(reg->lease->fd, F_SETLEASE, F_UNLCK), 0);
+	assert_false(registry_snapshot_intact(reg));
 	int fd = open(work, O_WRONLY);
 	assert_true(fd >= 0);
 	assert_int_equal(write_other(fd), 0);

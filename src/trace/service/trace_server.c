@@ -224,6 +224,13 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	unlink(cfg->socket);
 	if (run < 0)
 		fprintf(stderr, "kiln trace: server: %s\n", err);
+	/* A writer that came as the build ended does not wait for the report. */
+	sigset_t pending;
+	if (run == 0 && ts->leased && sigpending(&pending) == 0 && sigismember(&pending, SIGIO) == 1 &&
+	    take_registry_copy(ts, err, sizeof err) < 0) {
+		fprintf(stderr, "kiln trace: server: %s\n", err);
+		run = -1;
+	}
 
 	int status = -1;
 	const char *st = strstr(note, "status ");
@@ -275,6 +282,12 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 		fprintf(stderr, "kiln trace: out of memory working out the report's verdict\n");
 	clock_gettime(CLOCK_MONOTONIC, &d1);
 	rc = diag.violations ? TRACE_SERVER_VIOLATIONS : TRACE_SERVER_CLEAN;
+	bool intact = registry_snapshot_intact(reg);
+	if (!intact)
+		fprintf(stderr, "kiln trace: server: %s: the registry was written while the report was "
+				"worked out (the kernel gave the writer its way after "
+				"/proc/sys/fs/lease-break-time): its ranking and unused Build-Depends may "
+				"not be the registry's the build started with\n", cfg->db);
 	struct report_style style = { .quiet = cfg->quiet, .strict = cfg->strict, .json = cfg->json_name,
 				      .log = cfg->log_name, .build_dir = din.build_dir };
 	if (write_text_report(&ts->log, &diag, &style, cfg->report, err, sizeof err) < 0) {
@@ -299,7 +312,7 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 		fprintf(stderr, "kiln trace: %s\n", err);
 		rc = TRACE_SERVER_FAILED;
 	}
-	if (run < 0)
+	if (run < 0 || !intact)
 		rc = TRACE_SERVER_FAILED;
 	trace_diagnosis_free(&diag);
 	if (kiln_gone && trace_rundir_remove(cfg->rundir, err, sizeof err) < 0)
