@@ -39,6 +39,7 @@ struct kiln_registry {
 	 * a read lease (snapshot.c), read under SQLite's shared lock. */
 	struct registry_lease *lease;
 	bool copied_after_lease; /* a writer came: the handle is on a copy */
+	bool lease_lost; /* ... but the kernel had broken the lease first */
 	/* A snapshot never changes, so its closures (either profile) share
 	 * the base sets, the name lookups and the dependency rows, each worked
 	 * out once (closure_kept.c); the report's unused Build-Depends need one

@@ -74,8 +74,9 @@ int registry_snapshot_finish(struct kiln_registry *reg, char *err, size_t errlen
 int registry_snapshot_take(struct kiln_registry *reg, char *err, size_t errlen);
 
 /* False if the handle reads its file under a lease the kernel has broken
- * by itself (after lease-break-time): what it read since may not be the
- * registry it started with. True for every other handle. */
+ * by itself (after lease-break-time), or registry_snapshot_take found it
+ * so: what it reads may not be the registry it started with. True for
+ * every other handle. */
 bool registry_snapshot_intact(const struct kiln_registry *reg);
 
 enum registry_snapshot_kind {

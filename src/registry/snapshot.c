@@ -256,6 +256,7 @@ int registry_snapshot_take(struct kiln_registry *reg, char *err, size_t errlen)
 	 * holds the same open file, and the lease with it. */
 	fcntl(c->fd, F_SETLEASE, F_UNLCK);
 	if (!c->err && !held) {
+		reg->lease_lost = true;
 		registry_finalize_statements(reg);
 		copy_free(c);
 		sqlite3_exec(reg->db, "ROLLBACK", NULL, NULL, NULL);
@@ -274,7 +275,7 @@ int registry_snapshot_take(struct kiln_registry *reg, char *err, size_t errlen)
 
 bool registry_snapshot_intact(const struct kiln_registry *reg)
 {
-	return !reg->lease || lease_held(reg->lease);
+	return !reg->lease_lost && (!reg->lease || lease_held(reg->lease));
 }
 
 enum registry_snapshot_kind registry_snapshot_kind(const struct kiln_registry *reg)

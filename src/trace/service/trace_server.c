@@ -284,10 +284,10 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	rc = diag.violations ? TRACE_SERVER_VIOLATIONS : TRACE_SERVER_CLEAN;
 	bool intact = registry_snapshot_intact(reg);
 	if (!intact)
-		fprintf(stderr, "kiln trace: server: %s: the registry was written while the report was "
-				"worked out (the kernel gave the writer its way after "
-				"/proc/sys/fs/lease-break-time): its ranking and unused Build-Depends may "
-				"not be the registry's the build started with\n", cfg->db);
+		fprintf(stderr, "kiln trace: server: %s: the registry was written under kiln's lease "
+				"(the kernel gave the writer its way after /proc/sys/fs/lease-break-time): "
+				"the report's ranking and unused Build-Depends may not be the registry's "
+				"the build started with\n", cfg->db);
 	struct report_style style = { .quiet = cfg->quiet, .strict = cfg->strict, .json = cfg->json_name,
 				      .log = cfg->log_name, .build_dir = din.build_dir };
 	if (write_text_report(&ts->log, &diag, &style, cfg->report, err, sizeof err) < 0) {
