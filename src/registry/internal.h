@@ -6,7 +6,6 @@
 #include <stdbool.h>
 #include <pthread.h>
 #include <sqlite3.h>
-#include <sys/types.h>
 
 #include "registry/registry.h"
 
@@ -60,8 +59,6 @@ struct registry_copy {
 struct registry_lease {
 	int fd;
 	size_t size;
-	dev_t dev;
-	ino_t ino;
 };
 
 /* Whether the handle's answers cannot change: a snapshot, one being taken

@@ -73,11 +73,11 @@ int registry_snapshot_finish(struct kiln_registry *reg, char *err, size_t errlen
  * handle's answers can then no longer be vouched for. */
 int registry_snapshot_take(struct kiln_registry *reg, char *err, size_t errlen);
 
-/* False if the handle reads its file under a lease the kernel has broken
- * by itself (after lease-break-time), or registry_snapshot_take found it
- * so: what it reads may not be the registry it started with. True for
- * every other handle. */
-bool registry_snapshot_intact(const struct kiln_registry *reg);
+/* False if the handle read its file under a lease the kernel broke by
+ * itself (after lease-break-time): what it read may not be the registry it
+ * started with. A lease being broken is given up after the copy is taken
+ * (registry_snapshot_take). True for every other handle. */
+bool registry_snapshot_intact(struct kiln_registry *reg);
 
 enum registry_snapshot_kind {
 	REGISTRY_SNAPSHOT_NONE,    /* the file itself */

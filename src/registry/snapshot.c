@@ -26,7 +26,6 @@
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "registry/internal.h"
@@ -94,35 +93,12 @@ static bool lease_break_time_ok(void)
 	return s >= REGISTRY_LEASE_MIN_BREAK_S;
 }
 
-/* Whether the kernel still lists this process's lease on the file, active
- * or being broken, in /proc/locks: a lease it broke itself after
- * lease-break-time (the writer then went on) is gone from there. */
-static bool lease_held(const struct registry_lease *l)
-{
-	FILE *f = fopen("/proc/locks", "re");
-	if (!f)
-		return false;
-	char want[96], line[256];
-	snprintf(want, sizeof want, " %ld %02x:%02x:%lu ", (long)getpid(), major(l->dev), minor(l->dev),
-		 (unsigned long)l->ino);
-	bool held = false;
-	while (!held && fgets(line, sizeof line, f)) {
-		/* "N: LEASE  ACTIVE    READ  PID MAJ:MIN:INO 0 EOF"; "BREAKING"
-		 * while broken; "BREAKER" lines are the writers waiting */
-		const char *p = strstr(line, ": LEASE  ");
-		held = p && !strstr(line, "BREAKER") && strstr(line, want);
-	}
-	fclose(f);
-	return held;
-}
-
 /* The file under a read lease, or NULL where none can be had: the caller
  * cannot be told of a writer (SIGIO not blocked, so it would kill it), the
  * kernel would break the lease itself before a copy is likely taken, the
  * file is open for writing (EAGAIN) or another user's (EACCES), its file
- * system has no leases, its database is in WAL mode (its -wal file, which
- * SQLite reads too, is not under the lease), or /proc/locks cannot show
- * later whether the kernel has broken the lease itself. */
+ * system has no leases, or its database is in WAL mode (its -wal file,
+ * which SQLite reads too, is not under the lease). */
 static struct registry_lease *lease_take(const char *path)
 {
 	if (!sigio_blocked() || !lease_break_time_ok())
@@ -135,7 +111,7 @@ static struct registry_lease *lease_take(const char *path)
 	l->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (l->fd < 0 || fcntl(l->fd, F_SETLEASE, F_RDLCK) < 0 ||
 	    pread(l->fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr || hdr[18] != 1 || hdr[19] != 1 ||
-	    fstat(l->fd, &st) < 0 || ((l->dev = st.st_dev), (l->ino = st.st_ino), !lease_held(l))) {
+	    fstat(l->fd, &st) < 0) {
 		if (l->fd >= 0)
 			close(l->fd); /* and the lease with it */
 		free(l);
@@ -247,14 +223,14 @@ int registry_snapshot_take(struct kiln_registry *reg, char *err, size_t errlen)
 	c->size = l->size;
 	copy_main(c);
 	/* Every write and truncation waits for the lease, so the copy is of
-	 * the file as it was, if the lease was still held when the copy was
-	 * complete; unless the kernel broke it (lease-break-time) before this
-	 * process got to it: then nothing can be vouched for. */
-	bool held = lease_held(l);
+	 * the file as it was if the lease still existed once the copy was
+	 * complete: then giving it up succeeds (the writer goes on now, not
+	 * when the fd is closed, which a child forked meanwhile would
+	 * prevent). EAGAIN: the kernel had removed it (lease-break-time), the
+	 * writer went on before this process got to it, and nothing can be
+	 * vouched for. */
 	free(l);
-	/* Given up now, not when the fd is closed: a child forked meanwhile
-	 * holds the same open file, and the lease with it. */
-	fcntl(c->fd, F_SETLEASE, F_UNLCK);
+	bool held = fcntl(c->fd, F_SETLEASE, F_UNLCK) == 0;
 	if (!c->err && !held) {
 		reg->lease_lost = true;
 		registry_finalize_statements(reg);
@@ -273,9 +249,15 @@ int registry_snapshot_take(struct kiln_registry *reg, char *err, size_t errlen)
 	return 0;
 }
 
-bool registry_snapshot_intact(const struct kiln_registry *reg)
+bool registry_snapshot_intact(struct kiln_registry *reg)
 {
-	return !reg->lease_lost && (!reg->lease || lease_held(reg->lease));
+	if (reg->lease && fcntl(reg->lease->fd, F_GETLEASE) != F_RDLCK) {
+		/* Being broken, or broken by the kernel: which, only giving it
+		 * up tells; taking the copy first keeps the handle answering. */
+		char err[64];
+		registry_snapshot_take(reg, err, sizeof err);
+	}
+	return !reg->lease_lost;
 }
 
 enum registry_snapshot_kind registry_snapshot_kind(const struct kiln_registry *reg)

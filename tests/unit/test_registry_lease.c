@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -166,7 +167,9 @@ static void attack(enum technique t, int lease_fd)
 	_exit(fd >= 0 && write_other(fd) == 0 ? 0 : 1);
 }
 
-static void writer_waits_for_the_copy(enum technique t, int want_status)
+/* by_check: the copy taken by registry_snapshot_intact (the check after
+ * the report) rather than by registry_snapshot_take. */
+static void writer_waits_for_the_copy(enum technique t, int want_status, bool by_check)
 {
 	/* Nothing asked before: the answer below is read from the file's
 	 * pages, not from SQLite's cache of them. */
@@ -186,8 +189,10 @@ static void writer_waits_for_the_copy(enum technique t, int want_status)
 		assert_int_equal(waitpid(pid, &st, WNOHANG), 0);
 		assert_true(same_file_content(work, db));
 	}
-	assert_true(registry_snapshot_intact(reg)); /* being broken, still held */
-	assert_int_equal(registry_snapshot_take(reg, err, sizeof err), 0);
+	if (by_check)
+		assert_true(registry_snapshot_intact(reg));
+	else
+		assert_int_equal(registry_snapshot_take(reg, err, sizeof err), 0);
 	assert_int_equal(registry_snapshot_kind(reg), REGISTRY_SNAPSHOT_COPY_AFTER_LEASE);
 	assert_true(registry_snapshot_intact(reg));
 	int st;
@@ -208,32 +213,38 @@ static void writer_waits_for_the_copy(enum technique t, int want_status)
 static void rewritten_in_place(void **state)
 {
 	(void)state;
-	writer_waits_for_the_copy(IN_PLACE, 0);
+	writer_waits_for_the_copy(IN_PLACE, 0, false);
 }
 
 static void truncated(void **state)
 {
 	(void)state;
-	writer_waits_for_the_copy(TRUNCATE, 0);
+	writer_waits_for_the_copy(TRUNCATE, 0, false);
 }
 
 static void rewritten_through_a_hard_link(void **state)
 {
 	(void)state;
-	writer_waits_for_the_copy(HARD_LINK, 0);
+	writer_waits_for_the_copy(HARD_LINK, 0, false);
 }
 
 static void rewritten_through_the_holders_proc_fd(void **state)
 {
 	(void)state;
-	writer_waits_for_the_copy(PROC_FD, 0);
+	writer_waits_for_the_copy(PROC_FD, 0, false);
+}
+
+static void copy_taken_by_the_check_after_the_report(void **state)
+{
+	(void)state;
+	writer_waits_for_the_copy(IN_PLACE, 0, true);
 }
 
 /* A non-blocking open is refused at once (EWOULDBLOCK), and still told. */
 static void nonblocking_open_refused(void **state)
 {
 	(void)state;
-	writer_waits_for_the_copy(NONBLOCK, 3);
+	writer_waits_for_the_copy(NONBLOCK, 3, false);
 }
 
 /* Another file renamed over the path: the handle keeps the file it holds,
@@ -252,14 +263,15 @@ static void replaced_by_rename(void **state)
 }
 
 /* The kernel broke the lease itself (a writer waited lease-break-time) and
- * the file changed before the copy: an error, not the new file's answers. */
+ * the file changed before the copy: an error, not the new file's answers.
+ * (Giving the lease up here stands for the kernel's removing it.) */
 static void written_before_the_copy_is_an_error(void **state)
 {
 	(void)state;
 	struct kiln_registry *reg = leased();
 	assert_true(registry_snapshot_intact(reg));
+	assert_int_equal(registry_snapshot_kind(reg), REGISTRY_SNAPSHOT_LEASED); /* no side effect */
 	assert_int_equal(fcntl(reg->lease->fd, F_SETLEASE, F_UNLCK), 0);
-	assert_false(registry_snapshot_intact(reg));
 	int fd = open(work, O_WRONLY);
 	assert_true(fd >= 0);
 	assert_int_equal(write_other(fd), 0);
@@ -267,6 +279,16 @@ static void written_before_the_copy_is_an_error(void **state)
 	assert_int_equal(registry_snapshot_take(reg, err, sizeof err), -1);
 	assert_non_null(strstr(err, "written before its copy could be taken"));
 	assert_false(registry_snapshot_intact(reg)); /* what it reads now is not vouched for */
+	registry_close(reg);
+}
+
+/* The same found by the check after the report: not intact. */
+static void broken_lease_found_by_the_check(void **state)
+{
+	(void)state;
+	struct kiln_registry *reg = leased();
+	assert_int_equal(fcntl(reg->lease->fd, F_SETLEASE, F_UNLCK), 0);
+	assert_false(registry_snapshot_intact(reg));
 	registry_close(reg);
 }
 
@@ -342,9 +364,11 @@ int main(void)
 		cmocka_unit_test(truncated),
 		cmocka_unit_test(rewritten_through_a_hard_link),
 		cmocka_unit_test(rewritten_through_the_holders_proc_fd),
+		cmocka_unit_test(copy_taken_by_the_check_after_the_report),
 		cmocka_unit_test(nonblocking_open_refused),
 		cmocka_unit_test(replaced_by_rename),
 		cmocka_unit_test(written_before_the_copy_is_an_error),
+		cmocka_unit_test(broken_lease_found_by_the_check),
 		cmocka_unit_test(no_lease_no_risk),
 		cmocka_unit_test(close_gives_the_lease_up),
 	};
