@@ -93,46 +93,32 @@ static bool lease_break_time_ok(void)
 	return s >= REGISTRY_LEASE_MIN_BREAK_S;
 }
 
-/* The file under a read lease, or NULL where none can be had: the caller
- * cannot be told of a writer (SIGIO not blocked, so it would kill it), the
- * kernel would break the lease itself before a copy is likely taken, the
- * file is open for writing (EAGAIN) or another user's (EACCES), its file
- * system has no leases, or its database is in WAL mode (its -wal file,
- * which SQLite reads too, is not under the lease). */
-static struct registry_lease *lease_take(const char *path)
+/* Puts fd's file under a read lease, unless none can be relied on: the
+ * caller cannot be told of a writer (SIGIO not blocked, so it would kill
+ * it), the kernel would break the lease itself before a copy is likely
+ * taken, the database is in WAL mode (its -wal file, which SQLite reads
+ * too, is not under the lease), or the kernel refuses (the file open for
+ * writing: EAGAIN; another user's: EACCES; no leases on its file system).
+ * fd stays open either way: closing any fd of the file would drop the
+ * POSIX locks SQLite holds on it (its shared lock among them). */
+static bool lease_try(int fd)
 {
-	if (!sigio_blocked() || !lease_break_time_ok())
-		return NULL;
-	struct registry_lease *l = calloc(1, sizeof *l);
-	if (!l)
-		return NULL;
 	unsigned char hdr[20];
-	struct stat st;
-	l->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (l->fd < 0 || fcntl(l->fd, F_SETLEASE, F_RDLCK) < 0 ||
-	    pread(l->fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr || hdr[18] != 1 || hdr[19] != 1 ||
-	    fstat(l->fd, &st) < 0) {
-		if (l->fd >= 0)
-			close(l->fd); /* and the lease with it */
-		free(l);
-		return NULL;
-	}
-	l->size = (size_t)st.st_size;
-	return l;
+	return sigio_blocked() && lease_break_time_ok() &&
+	       pread(fd, hdr, sizeof hdr, 0) == (ssize_t)sizeof hdr && hdr[18] == 1 && hdr[19] == 1 &&
+	       fcntl(fd, F_SETLEASE, F_RDLCK) == 0;
 }
 
 int registry_snapshot_begin(struct kiln_registry *reg, bool lease, char *err, size_t errlen)
 {
 	/* A read transaction holds SQLite's shared lock on the file: no SQLite
-	 * writer can change it while it is copied. The copy is read from the
-	 * path, so check that it still names the file SQLite has open. */
+	 * writer can change it while it is copied (or held under the lease).
+	 * The file is opened again by its path, before the build exists. */
 	int rc = sqlite3_exec(reg->db, "BEGIN; SELECT count(*) FROM sqlite_schema;", NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
 		registry_sql_message(reg->db, rc, reg->path, err, errlen);
 		return -1;
 	}
-	if (lease && (reg->lease = lease_take(reg->path)))
-		return 0;
 	struct registry_copy *c = calloc(1, sizeof *c);
 	struct stat st;
 	if (!c) {
@@ -140,12 +126,22 @@ int registry_snapshot_begin(struct kiln_registry *reg, bool lease, char *err, si
 		goto fail;
 	}
 	c->memfd = -1;
-	c->fd = open(reg->path, O_RDONLY | O_CLOEXEC);
+	c->fd = open(reg->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (c->fd < 0 || fstat(c->fd, &st) < 0) {
 		snprintf(err, errlen, "%s: cannot read the registry: %s", reg->path, strerror(errno));
 		goto fail;
 	}
 	c->size = (size_t)st.st_size;
+	if (lease && lease_try(c->fd)) {
+		struct registry_lease *l = malloc(sizeof *l);
+		if (l) {
+			*l = (struct registry_lease){ .fd = c->fd, .size = c->size };
+			reg->lease = l;
+			free(c);
+			return 0;
+		}
+		fcntl(c->fd, F_SETLEASE, F_UNLCK);
+	}
 	if ((rc = pthread_create(&c->thread, NULL, copy_main, c)) != 0) {
 		snprintf(err, errlen, "%s: cannot copy the registry into memory: %s", reg->path,
 			 strerror(rc));

@@ -343,6 +343,56 @@ static void no_lease_no_risk(void **state)
 	registry_close(reg);
 }
 
+/* An SQLite write transaction on `path`: 0 if it committed, 1 if busy. */
+static int sqlite_write(const char *path)
+{
+	sqlite3 *w;
+	if (sqlite3_open_v2(path, &w, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
+		return 2;
+	sqlite3_busy_timeout(w, 0);
+	int rc = sqlite3_exec(w, "BEGIN IMMEDIATE; CREATE TABLE probe(x); COMMIT;", NULL, NULL, NULL);
+	sqlite3_close(w);
+	return rc == SQLITE_OK ? 0 : rc == SQLITE_BUSY ? 1 : 3;
+}
+
+/* The same in a fresh process (this program run again: a forked child
+ * would share SQLite's in-process record of the parent's locks). */
+static int write_from_another_process(void)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		execl("/proc/self/exe", "test_registry_lease", "--sqlite-write", work, (char *)NULL);
+		_exit(4);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+/* No lease because a writer has the file open: the copy is then taken
+ * under SQLite's shared lock, which trying the lease must not have dropped
+ * (closing any fd of the file drops the process's POSIX locks on it). */
+static void failed_lease_keeps_sqlites_lock(void **state)
+{
+	(void)state;
+	drain_sigio();
+	unlink(work);
+	copy_file(db, work);
+	int w = open(work, O_RDWR);
+	assert_true(w >= 0);
+	struct kiln_registry *reg =
+		registry_open(work, REGISTRY_SNAPSHOT_LATER | REGISTRY_SNAPSHOT_LEASE, err, sizeof err);
+	assert_non_null(reg);
+	assert_int_equal(registry_snapshot_kind(reg), REGISTRY_SNAPSHOT_COPY);
+	assert_int_equal(write_from_another_process(), 1); /* SQLITE_BUSY */
+	assert_int_equal(registry_snapshot_finish(reg, err, sizeof err), 0);
+	assert_int_equal(write_from_another_process(), 0);
+	close(w);
+	registry_close(reg);
+}
+
 /* Closing the handle gives the lease up. */
 static void close_gives_the_lease_up(void **state)
 {
@@ -357,8 +407,10 @@ static void close_gives_the_lease_up(void **state)
 	assert_false(sigismember(&s, SIGIO));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "--sqlite-write"))
+		return sqlite_write(argv[2]);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(rewritten_in_place),
 		cmocka_unit_test(truncated),
@@ -370,6 +422,7 @@ int main(void)
 		cmocka_unit_test(written_before_the_copy_is_an_error),
 		cmocka_unit_test(broken_lease_found_by_the_check),
 		cmocka_unit_test(no_lease_no_risk),
+		cmocka_unit_test(failed_lease_keeps_sqlites_lock),
 		cmocka_unit_test(close_gives_the_lease_up),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
