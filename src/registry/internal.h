@@ -34,9 +34,10 @@ struct kiln_registry {
 	/* REGISTRY_SNAPSHOT_LATER until registry_snapshot_finish: the copy
 	 * being taken, the file read under SQLite's shared lock meanwhile. */
 	struct registry_copy *copy;
-	/* REGISTRY_SNAPSHOT_LEASE, until a writer comes: the file held under
-	 * a read lease (snapshot.c), read under SQLite's shared lock. */
-	struct registry_lease *lease;
+	/* REGISTRY_SNAPSHOT_LEASE, until a writer comes: the copy not taken
+	 * yet (no thread), its fd holding the file under a read lease
+	 * (snapshot.c), the file read under SQLite's shared lock. */
+	struct registry_copy *lease;
 	bool copied_after_lease; /* a writer came: the handle is on a copy */
 	bool lease_lost; /* ... but the kernel had broken the lease first */
 	/* A snapshot never changes, so its closures (either profile) share
@@ -53,12 +54,6 @@ struct registry_copy {
 	int memfd;   /* the copy, sealed when complete */
 	size_t size;
 	int err;     /* the thread's outcome: 0 or an errno */
-};
-
-/* The registry file under a read lease (F_SETLEASE). */
-struct registry_lease {
-	int fd;
-	size_t size;
 };
 
 /* Whether the handle's answers cannot change: a snapshot, one being taken

@@ -133,14 +133,8 @@ int registry_snapshot_begin(struct kiln_registry *reg, bool lease, char *err, si
 	}
 	c->size = (size_t)st.st_size;
 	if (lease && lease_try(c->fd)) {
-		struct registry_lease *l = malloc(sizeof *l);
-		if (l) {
-			*l = (struct registry_lease){ .fd = c->fd, .size = c->size };
-			reg->lease = l;
-			free(c);
-			return 0;
-		}
-		fcntl(c->fd, F_SETLEASE, F_UNLCK);
+		reg->lease = c;
+		return 0;
 	}
 	if ((rc = pthread_create(&c->thread, NULL, copy_main, c)) != 0) {
 		snprintf(err, errlen, "%s: cannot copy the registry into memory: %s", reg->path,
@@ -205,18 +199,10 @@ int registry_snapshot_finish(struct kiln_registry *reg, char *err, size_t errlen
 
 int registry_snapshot_take(struct kiln_registry *reg, char *err, size_t errlen)
 {
-	struct registry_lease *l = reg->lease;
-	if (!l)
+	struct registry_copy *c = reg->lease;
+	if (!c)
 		return 0;
-	struct registry_copy *c = calloc(1, sizeof *c);
-	if (!c) {
-		snprintf(err, errlen, "%s: out of memory", reg->path);
-		return -1;
-	}
 	reg->lease = NULL;
-	c->fd = l->fd; /* the lease goes with it, once the copy is the handle's */
-	c->memfd = -1;
-	c->size = l->size;
 	copy_main(c);
 	/* Every write and truncation waits for the lease, so the copy is of
 	 * the file as it was if the lease still existed once the copy was
@@ -225,7 +211,6 @@ int registry_snapshot_take(struct kiln_registry *reg, char *err, size_t errlen)
 	 * prevent). EAGAIN: the kernel had removed it (lease-break-time), the
 	 * writer went on before this process got to it, and nothing can be
 	 * vouched for. */
-	free(l);
 	bool held = fcntl(c->fd, F_SETLEASE, F_UNLCK) == 0;
 	if (!c->err && !held) {
 		reg->lease_lost = true;
@@ -269,8 +254,7 @@ void registry_snapshot_abandon(struct kiln_registry *reg)
 {
 	if (reg->lease) {
 		fcntl(reg->lease->fd, F_SETLEASE, F_UNLCK);
-		close(reg->lease->fd);
-		free(reg->lease);
+		copy_free(reg->lease);
 		reg->lease = NULL;
 	}
 	struct registry_copy *c = reg->copy;

@@ -53,9 +53,9 @@ struct kiln_server_stats {
 int kiln_server_listen(const char *path, char *err, size_t errlen);
 
 /* Serves until `lifeline_fd` reaches end of file (the owner closed its end),
- * SIGTERM arrives or the service's sigio hook fails. Whatever was written on the lifeline before EOF is
- * returned in `note` (NUL-terminated, truncated to notelen). Returns 0, or -1
- * with a message in err. */
+ * SIGTERM arrives or the service's sigio hook fails. Whatever was written on
+ * the lifeline before EOF is returned in `note` (NUL-terminated, truncated
+ * to notelen). Returns 0, or -1 with a message in err. */
 int kiln_server_run(int listen_fd, int lifeline_fd, const struct kiln_service *svc,
 		    char *note, size_t notelen, struct kiln_server_stats *stats,
 		    char *err, size_t errlen);

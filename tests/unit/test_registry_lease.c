@@ -51,11 +51,17 @@ static int import(const char *target, const char *text)
 	return 0;
 }
 
-static void drain_sigio(void)
+static sigset_t sigio_set(void)
 {
 	sigset_t s;
 	sigemptyset(&s);
 	sigaddset(&s, SIGIO);
+	return s;
+}
+
+static void drain_sigio(void)
+{
+	sigset_t s = sigio_set();
 	struct timespec zero = { 0, 0 };
 	while (sigtimedwait(&s, NULL, &zero) == SIGIO)
 		;
@@ -73,9 +79,7 @@ static int setup(void **state)
 	if (import(db, "Package: libfoo-dev\nVersion: 1\nFiles:\n /usr/\n /usr/include/\n " FOO_H "\n") ||
 	    import(other, "Package: base\nVersion: 1\nEssential: yes\nFiles:\n /usr/\n /usr/bin/\n"))
 		return -1;
-	sigset_t s;
-	sigemptyset(&s);
-	sigaddset(&s, SIGIO);
+	sigset_t s = sigio_set();
 	return sigprocmask(SIG_BLOCK, &s, NULL);
 }
 
@@ -101,12 +105,18 @@ static bool same_file_content(const char *a, const char *b)
 	return system(cmd) == 0;
 }
 
-/* A fresh copy of the registry, opened as the trace server opens it. */
-static struct kiln_registry *leased(void)
+/* A fresh copy of the registry to work on, no SIGIO pending. */
+static void fresh_work(void)
 {
 	drain_sigio();
 	unlink(work);
 	copy_file(db, work);
+}
+
+/* A fresh copy of the registry, opened as the trace server opens it. */
+static struct kiln_registry *leased(void)
+{
+	fresh_work();
 	struct kiln_registry *reg =
 		registry_open(work, REGISTRY_SNAPSHOT_LATER | REGISTRY_SNAPSHOT_LEASE, err, sizeof err);
 	if (!reg)
@@ -179,9 +189,7 @@ static void writer_waits_for_the_copy(enum technique t, int want_status, bool by
 	assert_true(pid >= 0);
 	if (pid == 0)
 		attack(t, reg->lease->fd);
-	sigset_t s;
-	sigemptyset(&s);
-	sigaddset(&s, SIGIO);
+	sigset_t s = sigio_set();
 	struct timespec ten = { 10, 0 };
 	assert_int_equal(sigtimedwait(&s, NULL, &ten), SIGIO);
 	if (t != NONBLOCK) { /* still waiting: nothing written yet */
@@ -210,42 +218,26 @@ static void writer_waits_for_the_copy(enum technique t, int want_status, bool by
 	registry_close(reg);
 }
 
-static void rewritten_in_place(void **state)
+/* The techniques above, each a test of its own: the exit status the
+ * writer must end with, and whether the check after the report (rather
+ * than registry_snapshot_take) takes the copy. A non-blocking open is
+ * refused at once (EWOULDBLOCK: status 3), and still told. */
+struct writer_case {
+	enum technique t;
+	int status;
+	bool by_check;
+};
+static const struct writer_case in_place = { IN_PLACE, 0, false }, truncate_it = { TRUNCATE, 0, false },
+				hard_link = { HARD_LINK, 0, false }, proc_fd = { PROC_FD, 0, false },
+				by_check = { IN_PLACE, 0, true }, nonblock = { NONBLOCK, 3, false };
+
+static void writer_case(void **state)
 {
-	(void)state;
-	writer_waits_for_the_copy(IN_PLACE, 0, false);
+	const struct writer_case *w = *state;
+	writer_waits_for_the_copy(w->t, w->status, w->by_check);
 }
 
-static void truncated(void **state)
-{
-	(void)state;
-	writer_waits_for_the_copy(TRUNCATE, 0, false);
-}
-
-static void rewritten_through_a_hard_link(void **state)
-{
-	(void)state;
-	writer_waits_for_the_copy(HARD_LINK, 0, false);
-}
-
-static void rewritten_through_the_holders_proc_fd(void **state)
-{
-	(void)state;
-	writer_waits_for_the_copy(PROC_FD, 0, false);
-}
-
-static void copy_taken_by_the_check_after_the_report(void **state)
-{
-	(void)state;
-	writer_waits_for_the_copy(IN_PLACE, 0, true);
-}
-
-/* A non-blocking open is refused at once (EWOULDBLOCK), and still told. */
-static void nonblocking_open_refused(void **state)
-{
-	(void)state;
-	writer_waits_for_the_copy(NONBLOCK, 3, false);
-}
+#define WRITER_TEST(name, c) { name, writer_case, NULL, NULL, (void *)&(c) }
 
 /* Another file renamed over the path: the handle keeps the file it holds,
  * no copy is needed. */
@@ -313,18 +305,14 @@ static void copied_at_open(const char *why)
 static void no_lease_no_risk(void **state)
 {
 	(void)state;
-	drain_sigio();
-	unlink(work);
-	copy_file(db, work);
+	fresh_work();
 
 	int w = open(work, O_RDWR); /* open for writing: F_SETLEASE says EAGAIN */
 	assert_true(w >= 0);
 	copied_at_open("open for writing");
 	close(w);
 
-	sigset_t s;
-	sigemptyset(&s);
-	sigaddset(&s, SIGIO);
+	sigset_t s = sigio_set();
 	sigprocmask(SIG_UNBLOCK, &s, NULL); /* SIGIO would kill the holder */
 	copied_at_open("SIGIO not blocked");
 	sigprocmask(SIG_BLOCK, &s, NULL);
@@ -377,9 +365,7 @@ static int write_from_another_process(void)
 static void failed_lease_keeps_sqlites_lock(void **state)
 {
 	(void)state;
-	drain_sigio();
-	unlink(work);
-	copy_file(db, work);
+	fresh_work();
 	int w = open(work, O_RDWR);
 	assert_true(w >= 0);
 	struct kiln_registry *reg =
@@ -412,12 +398,12 @@ int main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[1], "--sqlite-write"))
 		return sqlite_write(argv[2]);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(rewritten_in_place),
-		cmocka_unit_test(truncated),
-		cmocka_unit_test(rewritten_through_a_hard_link),
-		cmocka_unit_test(rewritten_through_the_holders_proc_fd),
-		cmocka_unit_test(copy_taken_by_the_check_after_the_report),
-		cmocka_unit_test(nonblocking_open_refused),
+		WRITER_TEST("rewritten_in_place", in_place),
+		WRITER_TEST("truncated", truncate_it),
+		WRITER_TEST("rewritten_through_a_hard_link", hard_link),
+		WRITER_TEST("rewritten_through_the_holders_proc_fd", proc_fd),
+		WRITER_TEST("copy_taken_by_the_check_after_the_report", by_check),
+		WRITER_TEST("nonblocking_open_refused", nonblock),
 		cmocka_unit_test(replaced_by_rename),
 		cmocka_unit_test(written_before_the_copy_is_an_error),
 		cmocka_unit_test(broken_lease_found_by_the_check),

@@ -415,14 +415,16 @@ unsigned long tracelog_round_trips(const struct tracelog *t)
 	return t->queries + t->dir_queries - (unsigned long)t->cache.notes_decided;
 }
 
-static const char *registry_held_as(const char *kind)
-{
-	if (!strcmp(kind, "lease"))
-		return "read from its file under a read lease (no copy taken)";
-	if (!strcmp(kind, "lease-then-copy"))
-		return "read under a read lease, then from a copy (written during the build)";
-	return "read from a copy taken at the start";
-}
+/* How the server held the registry: the JSON report's name, --stats's line. */
+static const struct {
+	const char *name, *text;
+} registry_held[] = {
+	[REGISTRY_SNAPSHOT_NONE] = { "", NULL },
+	[REGISTRY_SNAPSHOT_COPY] = { "copy", "read from a copy taken at the start" },
+	[REGISTRY_SNAPSHOT_LEASED] = { "lease", "read from its file under a read lease (no copy taken)" },
+	[REGISTRY_SNAPSHOT_COPY_AFTER_LEASE] = { "lease-then-copy",
+		"read under a read lease, then from a copy (written during the build)" },
+};
 
 void tracelog_write_stats(const struct tracelog *t, FILE *out)
 {
@@ -442,8 +444,8 @@ void tracelog_write_stats(const struct tracelog *t, FILE *out)
 	fprintf(out, "  listings     %" PRIu64 " answered from the cache\n", c->listings);
 	fprintf(out, "  map          %" PRIu64 " bytes, %" PRIu64 " entries\n", c->map_bytes, c->entries);
 	fprintf(out, "  processes    %zu\n", tracelog_processes(t));
-	if (t->registry_snapshot)
-		fprintf(out, "  registry     %s\n", registry_held_as(t->registry_snapshot));
+	if (registry_held[t->registry_snapshot].text)
+		fprintf(out, "  registry     %s\n", registry_held[t->registry_snapshot].text);
 }
 
 /* ---- JSON ------------------------------------------------------------- */
@@ -764,7 +766,7 @@ int tracelog_write_json(const struct tracelog *t, const struct trace_diagnosis *
 		t->queries, t->dir_queries, t->entries_hidden, t->paths.n, tracelog_processes(t),
 		t->nclients, t->hidden.n,
 		npkgs, t->refused.n, t->probes.n, t->unknown.n, t->nevents, t->failures, d->nharmless_nodes,
-		d->violations, t->server_cpu, t->registry_snapshot ? t->registry_snapshot : "");
+		d->violations, t->server_cpu, registry_held[t->registry_snapshot].name);
 	const struct trace_cache_figures *c = &t->cache;
 	fprintf(f, "\"cache\":{\"enabled\":%s,\"hits\":%" PRIu64 ",\"misses\":%" PRIu64
 		",\"round_trips\":%lu,\"notes\":%" PRIu64 ",\"ahead\":%" PRIu64 ",\"logged\":%" PRIu64

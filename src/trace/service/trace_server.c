@@ -113,20 +113,7 @@ static int write_text_report(const struct tracelog *t, const struct trace_diagno
 static int take_registry_copy(void *ctx, char *err, size_t errlen)
 {
 	struct trace_service *ts = ctx;
-	if (!ts->leased)
-		return 0;
-	int rc = registry_snapshot_take(ts->leased, err, errlen);
-	ts->leased = NULL;
-	return rc;
-}
-
-static const char *snapshot_name(enum registry_snapshot_kind k)
-{
-	switch (k) {
-	case REGISTRY_SNAPSHOT_LEASED: return "lease";
-	case REGISTRY_SNAPSHOT_COPY_AFTER_LEASE: return "lease-then-copy";
-	default: return "copy";
-	}
+	return registry_snapshot_take(ts->leased, err, errlen); /* once: then a no-op */
 }
 
 int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int lifeline_fd)
@@ -253,7 +240,7 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 		else
 			fprintf(stderr, "kiln trace: server: ended the build (%zu processes killed)\n", n);
 	}
-	ts->log.registry_snapshot = snapshot_name(registry_snapshot_kind(reg));
+	ts->log.registry_snapshot = registry_snapshot_kind(reg);
 	struct rusage ru;
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		ts->log.server_cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +

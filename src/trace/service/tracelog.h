@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "registry/registry.h"
 #include "trace/service/evidence.h"
 #include "trace/service/pathtab.h"
 #include "trace/service/probes.h"
@@ -70,9 +71,9 @@ struct trace_cache_figures {
 
 struct tracelog {
 	bool report_only;
-	/* How the server held the registry: "copy", "lease" or
-	 * "lease-then-copy" (docs/registry.md, Snapshot); NULL: not told. */
-	const char *registry_snapshot;
+	/* How the server held the registry (docs/registry.md, Snapshot);
+	 * REGISTRY_SNAPSHOT_NONE: not told. */
+	enum registry_snapshot_kind registry_snapshot;
 	struct trace_client *clients;
 	size_t nclients, capclients;
 	struct pathtab paths;    /* path asked -> struct trace_path */
