@@ -19,18 +19,41 @@
 static char dir[PATH_MAX];
 static const char *hidden[8];
 
+static bool listed_hidden(const char *path)
+{
+	for (size_t i = 0; i < 8 && hidden[i]; i++)
+		if (!strcmp(path, hidden[i]))
+			return true;
+	return false;
+}
+
+/* What the build would see: a symlink followed. */
 static int look(void *ctx, const char *path, struct locale_seen *seen)
 {
 	(void)ctx;
 	struct stat st;
 	/* /etc files are the real system's: the plan only asks the sandbox. */
 	seen->exists = stat(path, &st) == 0 || !strncmp(path, "/etc/", 5);
-	seen->hidden = false;
-	for (size_t i = 0; i < 8 && hidden[i]; i++)
-		if (!strcmp(path, hidden[i]))
-			seen->hidden = true;
+	char real[PATH_MAX];
+	seen->hidden = listed_hidden(path) || (realpath(path, real) && listed_hidden(real));
 	seen->is_dir = false;
 	return 0;
+}
+
+/* A listing's judgement of an entry: the name itself. Counts its calls;
+ * entry_says < 0 makes it answer "cannot tell". */
+static unsigned entry_calls;
+static int entry_says;
+
+static int entry_hidden(void *ctx, const char *d, const char *name)
+{
+	(void)ctx;
+	entry_calls++;
+	if (entry_says < 0)
+		return -1;
+	char p[PATH_MAX * 2];
+	snprintf(p, sizeof p, "%s/%s", d, name);
+	return listed_hidden(p);
 }
 
 static void put(const char *rel, const char *text)
@@ -69,6 +92,8 @@ static int setup(void **state)
 	mkdir(p, 0755);
 	put("gconv/IBM1047.so", "x");
 	put("gconv/gconv-modules.d/extra.conf", "x");
+	snprintf(p, sizeof p, "%s/other", dir);
+	mkdir(p, 0755);
 	put("lib/libnss_systemd.so.2", "x");
 	put("zone", "x");
 	snprintf(p, sizeof p, "%s/localtime", dir);
@@ -97,11 +122,14 @@ static bool has(const char *list, const char *token)
 	return false;
 }
 
+static bool with_entries;
+
 static const char *plans(void)
 {
 	static char out[1024];
 	struct data_where w = where();
-	data_plans_clean(&w, look, NULL, out, sizeof out);
+	struct data_sandbox sb = { NULL, look, with_entries ? entry_hidden : NULL };
+	data_plans_clean(&w, &sb, out, sizeof out);
 	return out;
 }
 
@@ -161,11 +189,51 @@ static void gconv_and_localtime(void **state)
 	memset(hidden, 0, sizeof hidden);
 }
 
+/* The server's cheaper question for the gconv directory's files: asked of
+ * every file and directory, never of a symlink, whose target counts. */
+static void gconv_entries_as_listed(void **state)
+{
+	(void)state;
+	memset(hidden, 0, sizeof hidden);
+	put("nsswitch.conf", "passwd: files\n");
+	with_entries = true;
+	entry_says = 0;
+	entry_calls = 0;
+	assert_true(has(plans(), "gconv"));
+	assert_int_equal(entry_calls, 3); /* IBM1047.so, gconv-modules.d, its extra.conf */
+	char p[PATH_MAX + 64], link[PATH_MAX + 64], target[PATH_MAX + 64];
+	snprintf(p, sizeof p, "%s/gconv/IBM1047.so", dir);
+	hidden[0] = p;
+	assert_false(has(plans(), "gconv"));
+	/* A module that is a symlink to a hidden file: its name is listed, but
+	 * glibc's open would not find it. */
+	hidden[0] = NULL;
+	put("other/UTF-7.so", "x");
+	snprintf(link, sizeof link, "%s/gconv/UTF-7.so", dir);
+	snprintf(target, sizeof target, "%s/other/UTF-7.so", dir);
+	assert_int_equal(symlink(target, link), 0);
+	assert_true(has(plans(), "gconv"));
+	hidden[0] = target;
+	entry_calls = 0;
+	assert_false(has(plans(), "gconv"));
+	/* Cannot tell: the file is asked as the build would open it. */
+	unlink(link);
+	hidden[0] = NULL;
+	entry_says = -1;
+	assert_true(has(plans(), "gconv"));
+	hidden[0] = p;
+	assert_false(has(plans(), "gconv"));
+	with_entries = false;
+	entry_says = 0;
+	memset(hidden, 0, sizeof hidden);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(nss_modules_and_files),
 		cmocka_unit_test(gconv_and_localtime),
+		cmocka_unit_test(gconv_entries_as_listed),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -38,13 +38,8 @@ struct data_where data_where_default(void)
 	};
 }
 
-struct looker {
-	int (*look)(void *, const char *, struct locale_seen *);
-	void *ctx;
-};
-
 /* True when path is hidden (or the sandbox cannot tell: not clean). */
-static bool hidden(const struct looker *l, const char *path)
+static bool hidden(const struct data_sandbox *l, const char *path)
 {
 	struct locale_seen s;
 	return l->look(l->ctx, path, &s) < 0 || (s.exists && s.hidden);
@@ -96,7 +91,7 @@ static void services_of(const char *conf, const char *db, char *out, size_t cap)
 	fclose(f);
 }
 
-static bool nss_clean(const struct looker *l, const struct data_where *w, const char *db)
+static bool nss_clean(const struct data_sandbox *l, const struct data_where *w, const char *db)
 {
 	char path[4096], services[1024];
 	if (hidden(l, w->nsswitch))
@@ -135,8 +130,9 @@ static bool nss_clean(const struct looker *l, const struct data_where *w, const 
 
 /* No file of the gconv directory (and its gconv-modules.d) hidden: with
  * GCONV_PATH unset, glibc reads its cache or configuration there and
- * loads modules from there only. */
-static bool gconv_clean(const struct looker *l, const char *dir, int depth)
+ * loads modules from there only. A symlink is judged by what it leads to
+ * (glibc's open follows it), any other entry as a listing judges it. */
+static bool gconv_clean(const struct data_sandbox *l, const char *dir, int depth)
 {
 	if (hidden(l, dir))
 		return false;
@@ -151,7 +147,12 @@ static bool gconv_clean(const struct looker *l, const char *dir, int depth)
 		char path[4096];
 		if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= sizeof path)
 			continue;
-		if (hidden(l, path))
+		int h = -1;
+		if (l->entry_hidden && (e->d_type == DT_REG || e->d_type == DT_DIR))
+			h = l->entry_hidden(l->ctx, dir, e->d_name);
+		if (h < 0)
+			h = hidden(l, path);
+		if (h)
 			clean = false;
 		else if (e->d_type == DT_DIR && depth == 0)
 			clean = gconv_clean(l, path, 1);
@@ -160,19 +161,17 @@ static bool gconv_clean(const struct looker *l, const char *dir, int depth)
 	return clean;
 }
 
-size_t data_plans_clean(const struct data_where *w, int (*look)(void *, const char *, struct locale_seen *),
-			void *ctx, char *out, size_t cap)
+size_t data_plans_clean(const struct data_where *w, const struct data_sandbox *l, char *out, size_t cap)
 {
-	struct looker l = { look, ctx };
 	size_t o = 0;
 	out[0] = '\0';
 	for (size_t i = 0; i < data_nss_ndatabases; i++)
-		if (nss_clean(&l, w, data_nss_databases[i]) && o + strlen(data_nss_databases[i]) + 6 < cap)
+		if (nss_clean(l, w, data_nss_databases[i]) && o + strlen(data_nss_databases[i]) + 6 < cap)
 			o += (size_t)snprintf(out + o, cap - o, "%snss:%s", o ? " " : "", data_nss_databases[i]);
-	if (gconv_clean(&l, w->gconv_dir, 0) && o + 7 < cap)
+	if (gconv_clean(l, w->gconv_dir, 0) && o + 7 < cap)
 		o += (size_t)snprintf(out + o, cap - o, "%sgconv", o ? " " : "");
 	/* TZ unset: /etc/localtime, followed (the look follows symlinks). */
-	if (!hidden(&l, w->localtime) && o + 4 < cap)
+	if (!hidden(l, w->localtime) && o + 4 < cap)
 		o += (size_t)snprintf(out + o, cap - o, "%stz", o ? " " : "");
 	return o;
 }

@@ -27,10 +27,21 @@ struct data_where data_where_default(void);
 extern const char *const data_nss_databases[];
 extern const size_t data_nss_ndatabases;
 
+/* What the plans ask of the sandbox. */
+struct data_sandbox {
+	void *ctx;
+	/* What the build would see at path (a symlink followed); 0, or -1 when
+	 * the sandbox cannot tell. */
+	int (*look)(void *ctx, const char *path, struct locale_seen *seen);
+	/* Optional: whether name, an entry of the directory dir that is not a
+	 * symlink, is hidden from the build, judged as a listing of dir judges
+	 * it: 1 hidden, 0 not, -1 cannot tell (then look() is asked). Cheaper
+	 * than look() for a directory's every file: dir is decided once. */
+	int (*entry_hidden)(void *ctx, const char *dir, const char *name);
+};
+
 /* Writes the clean ones as space-separated tokens ("nss:passwd ... gconv
- * tz") into out (cap bytes, NUL-terminated); look() says what the build
- * would see at a path. Returns the length. */
-size_t data_plans_clean(const struct data_where *w, int (*look)(void *, const char *, struct locale_seen *),
-			void *ctx, char *out, size_t cap);
+ * tz") into out (cap bytes, NUL-terminated). Returns the length. */
+size_t data_plans_clean(const struct data_where *w, const struct data_sandbox *sb, char *out, size_t cap);
 
 #endif

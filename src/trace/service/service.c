@@ -275,6 +275,27 @@ int trace_service_look(void *ts, const char *path, struct locale_seen *seen)
 	return data_look(&l, path, seen);
 }
 
+int trace_service_entry_hidden(struct trace_service *ts, struct trace_entry_memo *m, const char *dir,
+			       const char *name)
+{
+	if (!m->valid || strcmp(m->dir, dir)) {
+		size_t dl = strlen(dir);
+		m->valid = false;
+		if (dl >= sizeof m->dir)
+			return -1;
+		sandbox_decide(&ts->sbx, 0, dir, KILN_A_LIST, 0, &ts->dec);
+		if (ts->dec.reason == SBX_FAILED || strlen(ts->dec.node) >= sizeof m->node)
+			return -1;
+		memcpy(m->dir, dir, dl + 1);
+		strcpy(m->node, ts->dec.node);
+		m->visible = ts->dec.verdict == KILN_V_ALLOW && ts->dec.exists;
+		m->valid = true;
+	}
+	if (!m->visible)
+		return -1;
+	return sandbox_entry_hidden(&ts->sbx, m->node, name) ? 1 : 0;
+}
+
 void trace_service_libc_messages(struct trace_service *ts, int client, const char *locale)
 {
 	struct data_look l = { ts, client, true, "glibc's own messages (strerror, getopt...) in this "

@@ -55,6 +55,21 @@ void trace_service_libc_messages(struct trace_service *ts, int client, const cha
  * recording nothing. */
 int trace_service_look(void *ts, const char *path, struct locale_seen *seen);
 
+/* One directory decided for the entries asked of it (trace_service_entry_
+ * hidden): for the plans made before the build, while nothing changes. */
+struct trace_entry_memo {
+	bool valid, visible;
+	char dir[4096];
+	char node[4096];
+};
+
+/* Whether name, an entry of dir that is not a symlink, is hidden from the
+ * build, judged as a listing of dir judges it (data_sandbox.entry_hidden):
+ * 1 hidden, 0 not, -1 cannot tell (dir hidden, absent, or undecidable). dir
+ * is decided once for the entries asked in a row; records nothing. */
+int trace_service_entry_hidden(struct trace_service *ts, struct trace_entry_memo *m, const char *dir,
+			       const char *name);
+
 /* The server hooks of the service. */
 struct kiln_service trace_service_hooks(struct trace_service *ts);
 

@@ -45,6 +45,22 @@ static void say_ready(int fd, const char *err, const char *vars)
  * KILN_CLEAN (data_plans.h), each "NAME=VALUE\n". None under
  * --report-only, where every plan is CLEAN but the report wants to see each
  * asking. */
+struct plan_sandbox {
+	struct trace_service *ts;
+	struct trace_entry_memo memo;
+};
+
+static int plan_look(void *ctx, const char *path, struct locale_seen *seen)
+{
+	return trace_service_look(((struct plan_sandbox *)ctx)->ts, path, seen);
+}
+
+static int plan_entry_hidden(void *ctx, const char *dir, const char *name)
+{
+	struct plan_sandbox *p = ctx;
+	return trace_service_entry_hidden(p->ts, &p->memo, dir, name);
+}
+
 static void plan_ahead(struct trace_service *ts, const struct trace_server_config *cfg,
 		       char *out, size_t cap)
 {
@@ -64,7 +80,9 @@ static void plan_ahead(struct trace_service *ts, const struct trace_server_confi
 	}
 	o += (size_t)snprintf(out + o, cap - o, "\n%s=", KILN_ENV_CLEAN);
 	struct data_where w = data_where_default();
-	o += data_plans_clean(&w, trace_service_look, ts, out + o, cap - o - 1);
+	struct plan_sandbox ps = { .ts = ts };
+	struct data_sandbox sb = { &ps, plan_look, plan_entry_hidden };
+	o += data_plans_clean(&w, &sb, out + o, cap - o - 1);
 	/* mo:NAME: any domain's catalogs in /usr/share/locale for locale NAME
 	 * (LANGUAGE unset), the gettext hooks' fast path. */
 	for (size_t i = 0; i < cfg->nlocales; i++) {
