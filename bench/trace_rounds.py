@@ -11,7 +11,11 @@ exit status and that the result runs, remove the copy. In each round every
 round, so machine noise (the machine is shared) hits all alike; with
 --tool-rounds N, fakeroot, pseudo and strace run in N of the rounds only
 (hello under strace is 40% of a round), so more rounds of what the targets
-compare fit in the same time.
+compare fit in the same time. With --repeat W=N, workload W runs N times in
+each round (each time every variant but the tools, the rotation going on):
+zlib's 3 s build has an added-time budget (a tenth of --no-cache's, about
+0.05 s) smaller than the spread of its rounds, and N times the pairs narrow
+its interval at a fifth of hello's cost per pair.
 
 Wall time runs from the start of the command to its exit. CPU time is
 user+sys of every process of the run: this process is a child subreaper, so
@@ -249,6 +253,18 @@ def read_report(report, what, cmd, cwd, log_path):
         broken(what, f"kiln's JSON report {report}: {e}", cmd, cwd, log_path)
 
 
+def parse_repeats(specs, workloads):
+    """{workload: N} from "W=N" specs (N >= 1); workloads not named: 1."""
+    rep = {w: 1 for w in workloads}
+    for spec in specs:
+        w, _, n = spec.partition("=")
+        if w not in rep or not n.isdigit() or int(n) < 1:
+            fail(f"--repeat {spec!r}: want WORKLOAD=N with N >= 1 and WORKLOAD one of "
+                 f"{' '.join(workloads)}")
+        rep[w] = int(n)
+    return rep
+
+
 def run_build(w, variant, rnd, a):
     top = os.path.join(a.work, w)
     tree = os.path.join(top, os.path.basename(a.src[w])) if w in PACKAGE_WORKLOADS else top
@@ -314,6 +330,7 @@ def summary(a, head, runs, micro, warm, rounds_done, t_start):
     res = {**head, "rounds": rounds_done, "rounds_planned": a.rounds}
     for w in WORKLOADS:
         res.update(tr.build_summary(w, runs[w], warm[w].get("pids")))
+        res[f"{w}_runs_per_round"] = a.repeats[w]
     res.update(tr.micro_summary(micro))
     if a.preload_json:
         with open(a.preload_json) as f:
@@ -341,6 +358,8 @@ def main():
     ap.add_argument("--tool-rounds", type=int,
                     help="run " + ", ".join(tr.TOOL_VARIANTS) + " in only this many of the "
                          "rounds, spread over them (default: every round)")
+    ap.add_argument("--repeat", action="append", default=[], metavar="W=N",
+                    help="run workload W N times in each round (not the tools)")
     ap.add_argument("--no-micro", action="store_true", help="skip the micro benchmark")
     ap.add_argument("--preload-json", help="bench/out/preload.json of this run, for spawn_over_empty_us")
     a = ap.parse_args()
@@ -355,16 +374,19 @@ def main():
     unknown = set(a.workloads.split()) - set(WORKLOADS)
     if unknown or not a.workloads.split():
         fail(f"--workloads {a.workloads!r}: not workloads: {' '.join(sorted(unknown)) or 'none given'}")
+    repeats = parse_repeats(a.repeat, list(WORKLOADS))
     wanted = [w for w in a.workloads.split() if not a.only or w in a.only.split()]
     if not wanted:
         fail(f"KILN_BENCH_ONLY={a.only!r} names none of: {a.workloads}")
     for w in list(WORKLOADS):
         if w not in wanted:
             del WORKLOADS[w]
+    a.repeats = {w: repeats[w] for w in WORKLOADS}
     names = [v for v, _ in tr.VARIANTS]
     if set(a.variants.split()) - set(names):
         fail(f"--variants {a.variants!r}: known variants are {' '.join(names)}")
     variants = [v for v in names if v == "plain" or v in a.variants.split()]
+
     for w in WORKLOADS:
         if w not in a.src:
             fail(f"{w} needs --{'hello' if w == 'hello' else 'zlib'}-src")
@@ -419,13 +441,15 @@ def main():
             micro[m].append(r)
             say(f"  round {rnd + 1} micro {m:8} {r['ns_per_call']:9.1f} ns per call")
         for w in WORKLOADS:
-            for i in range(len(variants)):
-                v = variants[(rnd + i) % len(variants)]
-                if v in tr.TOOL_VARIANTS and rnd not in tool_rounds:
-                    continue
-                r = run_build(w, v, rnd, a)
-                runs[w][v].append(r)
-                say(f"  round {rnd + 1} {w:5} {v:9} {r['wall']:7.2f} s wall {r['cpu']:7.2f} s CPU")
+            for rep in range(a.repeats[w]):
+                turn = rnd * a.repeats[w] + rep
+                for i in range(len(variants)):
+                    v = variants[(turn + i) % len(variants)]
+                    if v in tr.TOOL_VARIANTS and (rnd not in tool_rounds or rep):
+                        continue
+                    r = run_build(w, v, rnd, a)
+                    runs[w][v].append(r)
+                    say(f"  round {rnd + 1} {w:5} {v:9} {r['wall']:7.2f} s wall {r['cpu']:7.2f} s CPU")
         if rnd + 1 < a.rounds:
             # A checkpoint: a run stopped later still leaves the medians of
             # the rounds it completed ("rounds" says how many).

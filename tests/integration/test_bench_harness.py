@@ -262,3 +262,14 @@ def test_the_tools_run_in_fewer_rounds_spread_over_the_run():
     assert "fakeroot, pseudo, strace: median of 1 of the rounds" in table
     full = "\n".join(tr.build_table("hello", "GNU hello", fake_runs(with_cache=True), res))
     assert "(--tool-rounds)" not in full
+
+
+def test_repeat_specs():
+    """--repeat W=N: how many of W's builds a round runs; a bad spec stops the
+    bench before it measures anything."""
+    import trace_rounds
+    assert trace_rounds.parse_repeats(["zlib=3"], ["hello", "zlib"]) == {"hello": 1, "zlib": 3}
+    assert trace_rounds.parse_repeats([], ["hello"]) == {"hello": 1}
+    for bad in ("zlib=0", "zlib", "zlib=x", "openssl=2", "=2"):
+        with pytest.raises(SystemExit):
+            trace_rounds.parse_repeats([bad], ["hello", "zlib"])
