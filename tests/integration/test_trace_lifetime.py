@@ -78,6 +78,9 @@ def test_sigkill_of_kiln_ends_the_build_and_removes_the_run_dir(uworld):
     err = p.stderr.read().decode()   # EOF: the server has exited
     assert ended(), err
     assert "died before the build ended" in err
+    # the group's kill told apart from the scans': the two setsid shells and
+    # their sleeps, each counted once
+    assert "killed its process group and 4 processes outside it" in err, err
     # The server still wrote the report it was asked for.
     wait_for(lambda: os.path.exists(os.path.join(uworld.build, "r.json")), "the JSON report")
 

@@ -96,9 +96,29 @@ static bool env_has(pid_t pid, const char *needle, size_t nlen)
 	return found;
 }
 
+/* The processes the scans killed outside the build's process group, each
+ * counted once (a killed process is found again while it exits). */
+struct kill_tally {
+	pid_t pgid;
+	size_t counted, nseen;
+	pid_t seen[256];
+};
+
+static void tally(struct kill_tally *t, pid_t pid, pid_t pgid)
+{
+	if (t->pgid > 0 && pgid == t->pgid)
+		return; /* the group's kill had it */
+	for (size_t i = 0; i < t->nseen; i++)
+		if (t->seen[i] == pid)
+			return;
+	if (t->nseen < sizeof t->seen / sizeof t->seen[0])
+		t->seen[t->nseen++] = pid;
+	t->counted++;
+}
+
 /* One scan: signals every process of the build (but this one) with sig;
  * returns how many it found. */
-static size_t signal_build(const char *needle, size_t nlen, int sig)
+static size_t signal_build(const char *needle, size_t nlen, int sig, struct kill_tally *t)
 {
 	DIR *d = opendir("/proc");
 	if (!d)
@@ -116,29 +136,32 @@ static size_t signal_build(const char *needle, size_t nlen, int sig)
 		snprintf(p, sizeof p, "/proc/%ld", pid);
 		if (stat(p, &st) < 0 || (uid != 0 && st.st_uid != uid))
 			continue;
-		if (env_has((pid_t)pid, needle, nlen) && kill((pid_t)pid, sig) == 0)
+		if (!env_has((pid_t)pid, needle, nlen))
+			continue;
+		pid_t pgid = getpgid((pid_t)pid);
+		if (kill((pid_t)pid, sig) == 0) {
 			n++;
+			tally(t, (pid_t)pid, pgid);
+		}
 	}
 	closedir(d);
 	return n;
 }
 
-size_t trace_end_build(const char *dir, pid_t pgid)
+size_t trace_end_build(const char *dir, pid_t pgid, bool *group)
 {
+	*group = pgid > 0 && kill(-pgid, SIGKILL) == 0;
 	char needle[4200];
 	int nlen = snprintf(needle, sizeof needle, "%s=%s", KILN_ENV_RUNDIR, dir);
 	if (nlen < 0 || (size_t)nlen >= sizeof needle)
 		return 0;
-	if (pgid > 0)
-		kill(-pgid, SIGKILL);
 	/* A process forked after a scan passed its slot, or in the middle of an
 	 * exec (its environment briefly unreadable), is caught by a later
 	 * scan: stop after two scans in a row that find nothing. */
-	size_t killed = 0;
+	struct kill_tally t = { .pgid = pgid };
 	for (int round = 0, empty = 0; round < 100 && empty < 2; round++) {
-		size_t n = signal_build(needle, (size_t)nlen, SIGKILL);
-		killed += n;
+		size_t n = signal_build(needle, (size_t)nlen, SIGKILL, &t);
 		empty = n ? 0 : empty + 1;
 	}
-	return killed;
+	return t.counted;
 }

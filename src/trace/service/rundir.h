@@ -3,6 +3,7 @@
 #ifndef KILN_TRACE_SERVICE_RUNDIR_H
 #define KILN_TRACE_SERVICE_RUNDIR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -23,7 +24,9 @@ int trace_rundir_remove(const char *dir, char *err, size_t errlen);
  * every process of this user whose environment names this run directory
  * (KILN_RUN_DIR=dir: kiln puts it into every exec of the build, so a
  * double-forked daemon that left the group is found too). The scan repeats
- * until two in a row find none. Returns how many kills were sent. */
-size_t trace_end_build(const char *dir, pid_t pgid);
+ * until two in a row find none. Returns how many processes outside the
+ * group the scans killed; *group says whether the group's kill reached any
+ * process. */
+size_t trace_end_build(const char *dir, pid_t pgid, bool *group);
 
 #endif

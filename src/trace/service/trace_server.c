@@ -251,12 +251,16 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 		long pgid = 0;
 		if (!pg || sscanf(pg, "pgid %ld", &pgid) != 1)
 			pgid = 0;
-		size_t n = trace_end_build(cfg->rundir, (pid_t)pgid);
+		bool group;
+		size_t n = trace_end_build(cfg->rundir, (pid_t)pgid, &group);
+		char how[128];
+		snprintf(how, sizeof how, group ? "killed its process group and %zu processes outside it"
+						: "killed %zu processes", n);
 		if (kiln_gone)
 			fprintf(stderr, "kiln trace: server: kiln (pid %ld) died before the build ended; "
-					"ended the build (%zu processes killed)\n", (long)kiln, n);
+					"ended the build (%s)\n", (long)kiln, how);
 		else
-			fprintf(stderr, "kiln trace: server: ended the build (%zu processes killed)\n", n);
+			fprintf(stderr, "kiln trace: server: ended the build (%s)\n", how);
 	}
 	ts->log.registry_snapshot = registry_snapshot_kind(reg);
 	struct rusage ru;
