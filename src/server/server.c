@@ -336,7 +336,9 @@ int kiln_server_run(int listen_fd, int lifeline_fd, const struct kiln_service *s
 	for (bool stop = false; !stop;) {
 		struct epoll_event evs[64];
 		int n = epoll_wait(l.ep, evs, 64, tick_ms);
-		if (tick_ms > 0 && now_ms() - last_tick >= tick_ms) {
+		/* Every turn (one load when the service has nothing new), and
+		 * every tick_ms when nothing comes. */
+		if (tick_ms > 0 && (n > 0 || now_ms() - last_tick >= tick_ms)) {
 			svc->tick(svc->ctx);
 			last_tick = now_ms();
 		}

@@ -34,8 +34,9 @@ struct kiln_service {
 	const unsigned char *ident;
 	size_t identlen;
 	const char *name; /* in messages; NULL = "kiln trace" */
-	/* Optional: called about every tick_ms milliseconds while the server
-	 * runs (after the messages of a turn, or when none came). */
+	/* Optional: called at every turn of the loop that had events (before
+	 * its messages are served) and every tick_ms milliseconds when none
+	 * come: the only wake-ups of an idle server. */
 	void (*tick)(void *ctx);
 	int tick_ms;
 	/* Optional: SIGIO arrived (a file lease of the service's is being

@@ -455,9 +455,13 @@ struct kiln_service trace_service_hooks(struct trace_service *ts)
 		.role = 1,
 		.hello = trace_service_hello,
 		.message = trace_service_message,
-		/* Often enough that a file the build made and reads again is a
-		 * hit for its next readers; reading no new slot costs a load. */
+		/* The log is read at every turn with messages (a load when no
+		 * slot is new) and every 250 ms when none come: an idle server's
+		 * wake-ups interrupt the build's CPUs. Every 20 ms it cost zlib's
+		 * configure + make -j2 about 0.1 s (twelve alternating pairs:
+		 * -0.11 s wall, -0.21 s CPU at 250 ms); GNU hello's build takes
+		 * 4,036 log slots instead of 3,076 (of 65,536). */
 		.tick = tick,
-		.tick_ms = 20,
+		.tick_ms = 250,
 	};
 }
