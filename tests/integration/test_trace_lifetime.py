@@ -124,3 +124,29 @@ def test_normal_end_leaves_nothing_in_tmp(uworld):
     rundir = open(os.path.join(uworld.build, "rundir")).read().strip()
     assert os.path.basename(rundir).startswith("kiln-trace.")
     assert not os.path.exists(rundir)
+
+
+def wakeups(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    raise AssertionError(f"no voluntary_ctxt_switches for {pid}")
+
+
+def test_idle_server_sleeps(uworld):
+    """A server with nothing to answer wakes about four times a second (to
+    read the access log), not fifty: each wake-up interrupts a CPU the
+    build is using (docs/verdict-cache.md)."""
+    p = uworld.popen(command=["sh", "-c", "echo go > started; sleep 3"])
+    try:
+        wait_for(lambda: os.path.exists(os.path.join(uworld.build, "started")), "the build to start")
+        srv = server_of(p.pid)
+        time.sleep(0.3)
+        before = wakeups(srv)
+        time.sleep(2.0)
+        woke = wakeups(srv) - before
+    finally:
+        p.wait(timeout=20)
+    assert p.returncode == 0, p.stderr.read().decode()
+    assert woke <= 20, f"the idle server woke {woke} times in 2 s"
