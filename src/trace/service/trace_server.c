@@ -39,12 +39,8 @@ static void say_ready(int fd, const char *err, const char *vars)
 	close(fd);
 }
 
-/* The plans made before the build starts (docs/glibc-data.md), as the
- * variables KILN_LOCALES (the names of the build's environment whose
- * locale plan is CLEAN for every category with LOCPATH unset) and
- * KILN_CLEAN (data_plans.h), each "NAME=VALUE\n". None under
- * --report-only, where every plan is CLEAN but the report wants to see each
- * asking. */
+/* The sandbox as the data plans ask it: the gconv directory decided once
+ * for its entries (trace_service_entry_hidden). */
 struct plan_sandbox {
 	struct trace_service *ts;
 	struct trace_entry_memo memo;
@@ -61,6 +57,12 @@ static int plan_entry_hidden(void *ctx, const char *dir, const char *name)
 	return trace_service_entry_hidden(p->ts, &p->memo, dir, name);
 }
 
+/* The plans made before the build starts (docs/glibc-data.md), as the
+ * variables KILN_LOCALES (the names of the build's environment whose
+ * locale plan is CLEAN for every category with LOCPATH unset) and
+ * KILN_CLEAN (data_plans.h), each "NAME=VALUE\n". None under
+ * --report-only, where every plan is CLEAN but the report wants to see each
+ * asking. */
 static void plan_ahead(struct trace_service *ts, const struct trace_server_config *cfg,
 		       char *out, size_t cap)
 {
