@@ -50,6 +50,7 @@ struct kiln_registry {
 /* The copy a snapshot is taken into, by a thread of its own. */
 struct registry_copy {
 	pthread_t thread;
+	bool threaded; /* the copy is taken by `thread` (a WAL database's is not) */
 	int fd;      /* the registry file */
 	int memfd;   /* the copy, sealed when complete */
 	size_t size;

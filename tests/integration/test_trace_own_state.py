@@ -163,3 +163,31 @@ def test_registry_is_leased_where_it_can_be(uworld):
     with open(os.path.join(uworld.build, "r.json")) as f:
         totals = json.load(f)["totals"]
     assert totals["registry_snapshot"] == ("copy" if uworld.runas else "lease")
+
+
+def test_wal_registry_answers_with_its_wal_file(uworld):
+    """A registry in WAL mode (kiln's imports never write one) whose newest
+    change is still in its -wal file: kiln trace answers from a copy that
+    holds it (foo.h moved to the declared libdep-dev: visible), where it
+    failed before ("cannot open database (Bad file descriptor)")."""
+    import sqlite3
+    w = sqlite3.connect(uworld.db)   # stays open: the last to close would checkpoint
+    try:
+        w.execute("PRAGMA journal_mode=WAL")
+        w.execute("PRAGMA wal_autocheckpoint=0")
+        w.execute("UPDATE files SET pkg=(SELECT id FROM packages WHERE name='libdep-dev') "
+                  "WHERE canonical=?", (f"{uworld.inc}/foo.h",))
+        w.commit()
+        for side in ("-wal", "-shm"):
+            os.chmod(uworld.db + side, 0o644)
+        assert os.path.getsize(uworld.db + "-wal") > 0
+        r = uworld.run("--json", "-o", "r.json",
+                       command=["sh", "-c", f"cat {uworld.inc}/foo.h; echo foo=$?; "
+                                            f"cat {uworld.lib}/foo/x; echo x=$?"])
+        assert r.returncode == 0, r.stderr
+        assert "foo.h\nfoo=0" in r.stdout and "x=1" in r.stdout, (r.stdout, r.stderr)
+        with open(os.path.join(uworld.build, "r.json")) as f:
+            totals = json.load(f)["totals"]
+        assert totals["registry_snapshot"] == "copy"
+    finally:
+        w.close()

@@ -109,6 +109,11 @@ static bool same_file_content(const char *a, const char *b)
 static void fresh_work(void)
 {
 	drain_sigio();
+	char side[PATH_MAX + 40];
+	for (const char *const *x = (const char *const[]){ "-wal", "-shm", NULL }; *x; x++) {
+		snprintf(side, sizeof side, "%s%s", work, *x);
+		unlink(side); /* a WAL test's */
+	}
 	unlink(work);
 	copy_file(db, work);
 }
@@ -318,17 +323,57 @@ static void no_lease_no_risk(void **state)
 	sigprocmask(SIG_BLOCK, &s, NULL);
 
 	/* A WAL database (kiln's imports never write one): its -wal file is
-	 * not under the lease, so no lease (the copy of such a file is then
-	 * refused by sqlite3_deserialize, as before leases). */
+	 * not under the lease, so no lease (wal_copied_with_its_wal_file). */
 	sqlite3 *d;
 	assert_int_equal(sqlite3_open(work, &d), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(d, "PRAGMA journal_mode=WAL", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(d);
+	copied_at_open("a WAL database");
+}
+
+static void sql(sqlite3 *d, const char *q)
+{
+	char *msg = NULL;
+	if (sqlite3_exec(d, q, NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("%s: %s", q, msg);
+}
+
+/* A WAL database's newest pages are in its -wal file until a checkpoint:
+ * a copy of the main file alone would miss them (and sqlite3_deserialize
+ * refuses a WAL header). The copy holds what SQLite reads when it is taken,
+ * -wal file included, and nothing written after. */
+static void wal_copied_with_its_wal_file(void **state)
+{
+	(void)state;
+	fresh_work();
+	sqlite3 *w; /* stays open: the last connection to close would checkpoint */
+	assert_int_equal(sqlite3_open(work, &w), SQLITE_OK);
+	sql(w, "PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;");
+	sql(w, "DELETE FROM files WHERE canonical='" FOO_H "'");
+	char wal[PATH_MAX + 40];
+	snprintf(wal, sizeof wal, "%s-wal", work);
+	struct stat st;
+	assert_int_equal(stat(wal, &st), 0);
+	assert_true(st.st_size > 0); /* the deletion is in the -wal file only */
+
 	struct kiln_registry *reg =
 		registry_open(work, REGISTRY_SNAPSHOT_LATER | REGISTRY_SNAPSHOT_LEASE, err, sizeof err);
-	assert_non_null(reg);
+	if (!reg)
+		fail_msg("open: %s", err);
+	/* Written after the copy was begun: WAL lets a writer past readers. */
+	sql(w, "INSERT INTO files(canonical, pkg, kind) SELECT '" FOO_H "', id, 0 FROM packages "
+	       "WHERE name='libfoo-dev'");
+	if (registry_snapshot_finish(reg, err, sizeof err))
+		fail_msg("finish: %s", err);
 	assert_int_equal(registry_snapshot_kind(reg), REGISTRY_SNAPSHOT_COPY);
+	assert_int_equal(owners_of_foo(reg), 0);
 	registry_close(reg);
+
+	reg = registry_open(work, REGISTRY_RDONLY, err, sizeof err); /* the file: foo.h is back */
+	assert_non_null(reg);
+	assert_int_equal(owners_of_foo(reg), 1);
+	registry_close(reg);
+	sqlite3_close(w);
 }
 
 /* An SQLite write transaction on `path`: 0 if it committed, 1 if busy. */
@@ -408,6 +453,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(written_before_the_copy_is_an_error),
 		cmocka_unit_test(broken_lease_found_by_the_check),
 		cmocka_unit_test(no_lease_no_risk),
+		cmocka_unit_test(wal_copied_with_its_wal_file),
 		cmocka_unit_test(failed_lease_keeps_sqlites_lock),
 		cmocka_unit_test(close_gives_the_lease_up),
 	};
