@@ -47,7 +47,8 @@ struct kiln_registry {
 	struct registry_closure_memo *closure_memo;
 };
 
-/* The copy a snapshot is taken into, by a thread of its own. */
+/* The copy a snapshot is taken into, by a thread of its own (a WAL
+ * database's at once, through SQLite: snapshot.c). */
 struct registry_copy {
 	pthread_t thread;
 	bool threaded; /* the copy is taken by `thread` (a WAL database's is not) */
