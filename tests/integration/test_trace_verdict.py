@@ -10,6 +10,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import subprocess
 
 import pytest
@@ -527,3 +528,24 @@ def test_report_file_holds_the_verdict_and_stderr_only_the_build(world):
     text = (world.build / "report.txt").read_text()
     assert text.splitlines()[1] == "=== kiln trace report ==="
     assert text.splitlines()[-1].startswith("=== kiln trace verdict: probably missing: pkg-read")
+
+
+@pytest.mark.skipif(not shutil.which("strace"), reason="strace not installed")
+def test_the_text_report_reaches_stderr_in_one_write(world):
+    """stderr is unbuffered: the report, written to it a piece at a time,
+    cost a write(2) per character of some fields (181 for the report of
+    `-- true`, thousands for a real build's), all after the build. It is
+    rendered in memory and written at once."""
+    out = world.tmp / "strace.out"
+    args = [world.kiln, "trace", "--db", world.db, "--ask", world.sys,
+            "--deps", "libdep-dev,libunused-dev,meta", "--", "sh", "-c", SCRIPT_ALL]
+    r = run(["strace", "-f", "-qq", "-e", "trace=write", "-e", "signal=none", "-o", out, *args],
+            cwd=world.build, env=world.env)
+    assert "=== kiln trace verdict: probably missing: pkg-exec" in r.stderr, r.stderr
+    report = r.stderr[r.stderr.index("=== kiln trace report ==="):]
+    assert report.count("\n") >= 20, report
+    lines = out.read_text().splitlines()
+    start = next(i for i, ln in enumerate(lines) if "=== kiln trace report" in ln)
+    server = lines[start].split()[0]
+    writes = [ln for ln in lines[start:] if re.match(server + r"\s+write\(2, ", ln)]
+    assert 1 <= len(writes) <= 3, "\n".join(writes[:40])

@@ -116,6 +116,20 @@ static int write_text_report(const struct tracelog *t, const struct trace_diagno
 {
 	if (!file) {
 		st->colour = wants_colour(stderr);
+		/* stderr is unbuffered: rendered in memory first, the report
+		 * is one write, not one per piece (or character) of it. */
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *m = open_memstream(&buf, &len);
+		if (m) {
+			tracelog_write_text(t, d, st, m);
+			if (fclose(m) == 0) {
+				fwrite(buf, 1, len, stderr);
+				free(buf);
+				return 0;
+			}
+			free(buf);
+		}
 		tracelog_write_text(t, d, st, stderr);
 		return 0;
 	}
