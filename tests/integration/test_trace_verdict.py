@@ -534,7 +534,7 @@ def test_report_file_holds_the_verdict_and_stderr_only_the_build(world):
 def test_the_text_report_reaches_stderr_in_one_write(world):
     """stderr is unbuffered: the report, written to it a piece at a time,
     cost a write(2) per character of some fields (181 for the report of
-    `-- true`, thousands for a real build's), all after the build. It is
+    `-- true`, 378 for zlib's 18 lines), all after the build. It is
     rendered in memory and written at once."""
     out = world.tmp / "strace.out"
     args = [world.kiln, "trace", "--db", world.db, "--ask", world.sys,
