@@ -386,7 +386,6 @@ def main():
     if set(a.variants.split()) - set(names):
         fail(f"--variants {a.variants!r}: known variants are {' '.join(names)}")
     variants = [v for v in names if v == "plain" or v in a.variants.split()]
-
     for w in WORKLOADS:
         if w not in a.src:
             fail(f"{w} needs --{'hello' if w == 'hello' else 'zlib'}-src")

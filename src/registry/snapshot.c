@@ -45,50 +45,34 @@ int registry_seal_copy(int memfd)
 		     F_SEAL_FUTURE_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
 }
 
-/* Copies `size` bytes of c->fd into a new memfd (c->memfd), in the thread
- * started by registry_snapshot_begin; c->err: 0 or an errno. */
-static void *copy_main(void *arg)
-{
-	struct registry_copy *c = arg;
-	c->memfd = memfd_create("kiln-registry", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (c->memfd < 0) {
-		c->err = errno;
-		return NULL;
-	}
-	off_t off = 0;
-	while ((size_t)off < c->size) {
-		ssize_t n = sendfile(c->memfd, c->fd, &off, c->size - (size_t)off);
-		if (n <= 0) {
-			c->err = n < 0 ? errno : EIO; /* shorter than it was: changed under us */
-			return NULL;
-		}
-	}
-	if (registry_seal_copy(c->memfd) < 0)
-		c->err = errno;
-	return NULL;
-}
-
-/* Writes buf into a new sealed memfd (c->memfd); c->err: 0 or an errno. */
-static void copy_bytes(struct registry_copy *c, const unsigned char *buf, size_t len)
+/* Fills a new memfd (c->memfd) with c->size bytes, from c->fd or, when
+ * not NULL, from buf, and seals it; c->err: 0 or an errno. */
+static void fill_copy(struct registry_copy *c, const unsigned char *buf)
 {
 	c->memfd = memfd_create("kiln-registry", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (c->memfd < 0) {
 		c->err = errno;
 		return;
 	}
-	for (size_t done = 0; done < len;) {
-		ssize_t n = write(c->memfd, buf + done, len - done);
-		if (n < 0 && errno == EINTR)
-			continue;
+	for (off_t off = 0; (size_t)off < c->size;) {
+		size_t left = c->size - (size_t)off;
+		ssize_t n = buf ? write(c->memfd, buf + off, left) : sendfile(c->memfd, c->fd, &off, left);
 		if (n <= 0) {
-			c->err = n < 0 ? errno : EIO;
+			c->err = n < 0 ? errno : EIO; /* shorter than it was: changed under us */
 			return;
 		}
-		done += (size_t)n;
+		if (buf)
+			off += n;
 	}
-	c->size = len;
 	if (registry_seal_copy(c->memfd) < 0)
 		c->err = errno;
+}
+
+/* The thread started by registry_snapshot_begin. */
+static void *copy_main(void *arg)
+{
+	fill_copy(arg, NULL);
+	return NULL;
 }
 
 /* A WAL database's newest pages are in its -wal file until a checkpoint: a
@@ -103,7 +87,6 @@ static void copy_bytes(struct registry_copy *c, const unsigned char *buf, size_t
 static void copy_through_sqlite(sqlite3 *db, struct registry_copy *c)
 {
 	sqlite3 *mem = NULL;
-	sqlite3_backup *b = NULL;
 	unsigned char *bytes = NULL;
 	sqlite3_int64 n = 0;
 	c->err = ENOMEM;
@@ -111,23 +94,20 @@ static void copy_through_sqlite(sqlite3 *db, struct registry_copy *c)
 	    SQLITE_OK)
 		goto out;
 	c->err = EIO;
-	b = sqlite3_backup_init(mem, "main", db, "main");
-	if (!b || sqlite3_backup_step(b, -1) != SQLITE_DONE)
+	sqlite3_backup *b = sqlite3_backup_init(mem, "main", db, "main");
+	if (!b)
 		goto out;
-	if (sqlite3_backup_finish(b) != SQLITE_OK) {
-		b = NULL;
+	int rc = sqlite3_backup_step(b, -1);
+	if (sqlite3_backup_finish(b) != SQLITE_OK || rc != SQLITE_DONE)
 		goto out;
-	}
-	b = NULL;
 	bytes = sqlite3_serialize(mem, "main", &n, 0);
 	if (!bytes || n < 100)
 		goto out;
 	bytes[18] = bytes[19] = 1;
 	c->err = 0;
-	copy_bytes(c, bytes, (size_t)n);
+	c->size = (size_t)n;
+	fill_copy(c, bytes);
 out:
-	if (b)
-		sqlite3_backup_finish(b);
 	sqlite3_free(bytes);
 	sqlite3_close(mem);
 }
