@@ -333,9 +333,14 @@ int kiln_server_run(int listen_fd, int lifeline_fd, const struct kiln_service *s
 	}
 	int tick_ms = svc->tick && svc->tick_ms > 0 ? svc->tick_ms : -1;
 	long long last_tick = now_ms();
+	bool work = false; /* svc->idle may have some */
 	for (bool stop = false; !stop;) {
 		struct epoll_event evs[64];
-		int n = epoll_wait(l.ep, evs, 64, tick_ms);
+		int n = epoll_wait(l.ep, evs, 64, work ? 0 : tick_ms);
+		if (n == 0 && work)
+			work = svc->idle(svc->ctx);
+		else if (n > 0 && svc->idle)
+			work = true;
 		/* Every turn (one load when the service has nothing new), and
 		 * every tick_ms when nothing comes. */
 		if (tick_ms > 0 && (n > 0 || now_ms() - last_tick >= tick_ms)) {

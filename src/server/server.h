@@ -6,6 +6,7 @@
 #ifndef KILN_SERVER_SERVER_H
 #define KILN_SERVER_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -39,6 +40,11 @@ struct kiln_service {
 	 * come: the only wake-ups of an idle server. */
 	void (*tick)(void *ctx);
 	int tick_ms;
+	/* Optional: a little of the service's own work, done when a turn of
+	 * the loop finds no message waiting; returns whether some is left.
+	 * After a turn with messages the loop looks again at once rather than
+	 * sleeping, and keeps doing so while this says there is work left. */
+	bool (*idle)(void *ctx);
 	/* Optional: SIGIO arrived (a file lease of the service's is being
 	 * broken; the caller blocked SIGIO before taking it). Returns 0, or -1
 	 * with a message in err to stop the server with that error. */

@@ -12,6 +12,7 @@ import re
 import select
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -181,6 +182,34 @@ def test_unused_declared_packages(world):
     assert rep["unused"] == ["libunused-dev"], r.stderr
     assert "unused declared dependencies (none of their files reached): libunused-dev" in r.stderr
     assert rep["verdict"]["text"].endswith("; unused declared dependencies: libunused-dev")
+
+
+def test_what_the_build_used_is_worked_out_as_it_runs(world):
+    # The server resolves each allowed path while it waits for the next
+    # message, not after the build: a file the build read and something
+    # else removed before the build ended still counts as used. (Worked
+    # out at the end only, libdep-dev came out unused here.)
+    script = ("cat $SYS/usr/include/dep.h $SYS/usr/include/impl.h >/dev/null; touch read.done; "
+              "while [ ! -e go ]; do sleep 0.05; done")
+    args = [world.kiln, "trace", "--db", world.db, "--ask", world.sys,
+            "--deps", "libdep-dev,libunused-dev,meta", "--json", "-o", "r.json", "--", "sh", "-c", script]
+    p = subprocess.Popen(args, cwd=world.build, env=world.env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(400):
+            if (world.build / "read.done").exists() or p.poll() is not None:
+                break
+            time.sleep(0.025)
+        assert (world.build / "read.done").exists(), p.communicate(timeout=60)
+        time.sleep(0.3)
+        (world.sys / "usr/include/dep.h").unlink()
+        (world.build / "go").touch()
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, err
+    assert report(world)["unused"] == ["libunused-dev"], err
 
 
 def test_an_unused_virtual_package_names_its_providers(world):

@@ -638,7 +638,9 @@ int trace_diagnose(const struct diag_input *in, struct trace_diagnosis *d, FILE 
 		struct registry_pkgset touched = { 0 };
 		size_t *idx = calloc(t->ndeclared, sizeof *idx);
 		long k = idx ? 0 : -1;
-		if (k == 0 && trace_touched_packages(t, in->policy, in->reg, &touched, err, sizeof err) < 0)
+		if (k == 0 && (in->touched ? touched_finish(in->touched, t, &touched, err, sizeof err)
+					   : trace_touched_packages(t, in->policy, in->reg, &touched, err,
+								    sizeof err)) < 0)
 			k = -1;
 		if (k == 0)
 			k = trace_unused_deps(in->reg, in->profile, t->declared, t->ndeclared, in->closure,

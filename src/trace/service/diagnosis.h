@@ -67,6 +67,9 @@ struct diag_input {
 	const struct policy *policy;
 	const char *build_dir;               /* for naming scripts relative to it */
 	int exit_status;
+	/* The packages the build touched, worked out as it ran (unused.h), or
+	 * NULL: all worked out here. */
+	struct touched *touched;
 };
 
 /* Fills d; 0, or -1 out of memory (d then holds what could be done). A

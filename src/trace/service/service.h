@@ -28,6 +28,9 @@ struct trace_service {
 	/* The registry held under a read lease whose break (SIGIO) makes the
 	 * server take its copy (trace_server.c), or NULL. */
 	struct kiln_registry *leased;
+	/* The packages the build touched, worked out while the server waits
+	 * (unused.h), or NULL: no unused Build-Depends to find. Not owned. */
+	struct touched *touched;
 };
 
 /* `policy` must be compiled and outlive the service. */

@@ -24,6 +24,7 @@
 #include "trace/service/report.h"
 #include "trace/service/rundir.h"
 #include "trace/service/service.h"
+#include "trace/service/unused.h"
 
 /* "R" and NAME=VALUE lines for the build's environment (the trusted
  * libraries, trusted.h; the plans made ahead), or "E" and an error message. */
@@ -159,6 +160,7 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	size_t ndeclared = 0;
 	struct trace_service *ts = NULL;
 	struct verdict_cache vc = { 0 };
+	struct touched *touched = NULL;
 	int listen_fd = -1, rc = TRACE_SERVER_FAILED;
 	pid_t kiln = getppid();
 
@@ -197,6 +199,11 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	}
 	ts->log.declared = declared;
 	ts->log.ndeclared = ndeclared;
+	/* From the first path logged on (the plans' own, made below). */
+	if (ndeclared && (touched = touched_new(cfg->policy, reg))) {
+		ts->touched = touched;
+		ts->log.track_allowed = true;
+	}
 	ts->log.build_parts = cfg->control ? cfg->build_parts : 0;
 	ts->log.build_left_out = control.left_out;
 	if (control.left_out) {
@@ -299,7 +306,7 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	struct trace_diagnosis diag;
 	struct diag_input din = { .log = &ts->log, .reg = reg, .closure = &closure,
 				  .profile = cfg->profile, .control = cfg->control ? &control : NULL,
-				  .policy = cfg->policy, .exit_status = status,
+				  .policy = cfg->policy, .exit_status = status, .touched = touched,
 				  .build_dir = getcwd(cwd, sizeof cwd) ? cwd : NULL };
 	struct timespec d0, d1;
 	clock_gettime(CLOCK_MONOTONIC, &d0);
@@ -350,6 +357,7 @@ out:
 	if (ts && ts->vc)
 		verdict_cache_close(&vc);
 	trace_service_free(ts);
+	touched_free(touched);
 	registry_pkgset_free(&closure);
 	free(declared);
 	dep_list_free(&control);

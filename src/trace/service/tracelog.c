@@ -41,7 +41,28 @@ void tracelog_free(struct tracelog *t)
 		free(t->events[i].path);
 	free(t->events);
 	trace_pathdirs_free(&t->pathdirs);
+	for (size_t i = 0; i < t->nallowed; i++)
+		free(t->allowed[i]);
+	free(t->allowed);
 	*t = (struct tracelog){ 0 };
+}
+
+static void keep_allowed(struct tracelog *t, const char *path)
+{
+	if (t->nallowed == t->capallowed) {
+		size_t ncap = t->capallowed ? t->capallowed * 2 : 256;
+		char **v = realloc(t->allowed, ncap * sizeof *v);
+		if (!v) {
+			t->allowed_lost = true;
+			return;
+		}
+		t->allowed = v;
+		t->capallowed = ncap;
+	}
+	if (!(t->allowed[t->nallowed] = strdup(path)))
+		t->allowed_lost = true;
+	else
+		t->nallowed++;
 }
 
 int tracelog_client(struct tracelog *t, pid_t pid, const char *cmdline, size_t len)
@@ -132,6 +153,9 @@ void tracelog_seen(struct tracelog *t, int client, const char *path, unsigned ac
 		if (!p && (p = calloc(1, sizeof *p)))
 			p->client = client;
 		if (p) {
+			if (t->track_allowed && d->verdict == KILN_V_ALLOW &&
+			    !(p->verdicts & (1u << KILN_V_ALLOW)))
+				keep_allowed(t, path);
 			p->access |= access;
 			p->verdicts |= 1u << d->verdict;
 			*slot = p;

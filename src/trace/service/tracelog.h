@@ -97,6 +97,12 @@ struct tracelog {
 	const uint64_t *cache_pids;  /* bitmap of pids that used the verdict cache (not owned) */
 	size_t cache_pid_words;
 	struct trace_pathdirs pathdirs; /* the build's PATH, for the evidence of hidden paths */
+	/* With track_allowed, each path of `paths` in the order its first
+	 * ALLOW came (copies), for work done on them while the build runs
+	 * (unused.h, touched_update); allowed_lost: one could not be kept. */
+	bool track_allowed, allowed_lost;
+	char **allowed;
+	size_t nallowed, capallowed;
 };
 
 void tracelog_init(struct tracelog *t, bool report_only);

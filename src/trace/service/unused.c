@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,28 +191,108 @@ static char *resolve(struct resolver *r, const char *p, int links)
 	return res;
 }
 
+struct touched {
+	struct resolver r;
+	const struct policy *policy;
+	size_t next; /* of t->allowed, the first not yet looked at */
+};
+
+struct touched *touched_new(const struct policy *policy, struct kiln_registry *reg)
+{
+	struct touched *w = calloc(1, sizeof *w);
+	if (!w)
+		return NULL;
+	w->policy = policy;
+	w->r.reg = reg;
+	w->r.out = calloc(1, sizeof *w->r.out);
+	if (!w->r.out) {
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+void touched_free(struct touched *w)
+{
+	if (!w)
+		return;
+	pathtab_free(&w->r.dirs, free_dir);
+	pathtab_free(&w->r.nodes, NULL);
+	registry_pkgset_free(w->r.out);
+	free(w->r.out);
+	free(w);
+}
+
+/* A ".." component: where it leads depends on a directory that may be a
+ * symlink the build makes or changes later (a managed tree's path may
+ * climb into the build directory), so it is resolved at the end only. */
+static bool climbs(const char *p)
+{
+	for (const char *c = strstr(p, "/.."); c; c = strstr(c + 1, "/.."))
+		if (c[3] == '/' || c[3] == '\0')
+			return true;
+	return false;
+}
+
+static void touch(struct touched *w, const char *path)
+{
+	if (path[0] != '/' || policy_action_for(w->policy, path) == POLICY_ALLOW)
+		return;
+	free(resolve(&w->r, path, 0));
+}
+
+size_t touched_update(struct touched *w, const struct tracelog *t, size_t max)
+{
+	for (size_t done = 0; w->next < t->nallowed && done < max && !w->r.failed; w->next++) {
+		const char *p = t->allowed[w->next];
+		if (!climbs(p)) {
+			touch(w, p);
+			done++;
+		}
+	}
+	return t->nallowed - w->next;
+}
+
+int touched_finish(struct touched *w, const struct tracelog *t, struct registry_pkgset *out,
+		   char *err, size_t errlen)
+{
+	if (t->allowed_lost || !t->track_allowed) {
+		/* Every path the build was allowed (those already resolved
+		 * are found in the memo and not counted twice). */
+		for (size_t i = 0; i < t->paths.cap && !w->r.failed; i++) {
+			const char *key = t->paths.slots[i].key;
+			const struct trace_path *p = t->paths.slots[i].val;
+			if (key && p && (p->verdicts & (1u << KILN_V_ALLOW)))
+				touch(w, key);
+		}
+	} else {
+		touched_update(w, t, SIZE_MAX);
+		for (size_t i = 0; i < t->nallowed && !w->r.failed; i++)
+			if (climbs(t->allowed[i]))
+				touch(w, t->allowed[i]);
+	}
+	if (w->r.failed) {
+		snprintf(err, errlen, "finding the packages the build used: %s",
+			 registry_errmsg(w->r.reg)[0] ? registry_errmsg(w->r.reg) : "out of memory");
+		return -1;
+	}
+	*out = *w->r.out;
+	*w->r.out = (struct registry_pkgset){ 0 };
+	return 0;
+}
+
 int trace_touched_packages(const struct tracelog *t, const struct policy *policy,
 			   struct kiln_registry *reg, struct registry_pkgset *out,
 			   char *err, size_t errlen)
 {
-	struct resolver r = { .reg = reg, .out = out };
-	for (size_t i = 0; i < t->paths.cap && !r.failed; i++) {
-		const char *key = t->paths.slots[i].key;
-		const struct trace_path *p = t->paths.slots[i].val;
-		if (!key || !p || !(p->verdicts & (1u << KILN_V_ALLOW)) || key[0] != '/' ||
-		    policy_action_for(policy, key) == POLICY_ALLOW)
-			continue;
-		char *c = resolve(&r, key, 0);
-		free(c);
-	}
-	pathtab_free(&r.dirs, free_dir);
-	pathtab_free(&r.nodes, NULL);
-	if (r.failed) {
-		snprintf(err, errlen, "finding the packages the build used: %s",
-			 registry_errmsg(reg)[0] ? registry_errmsg(reg) : "out of memory");
+	struct touched *w = touched_new(policy, reg);
+	if (!w) {
+		snprintf(err, errlen, "finding the packages the build used: out of memory");
 		return -1;
 	}
-	return 0;
+	int rc = touched_finish(w, t, out, err, errlen);
+	touched_free(w);
+	return rc;
 }
 
 static bool any_touched(const struct registry_pkgset *set, const struct registry_pkgset *touched)

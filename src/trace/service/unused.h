@@ -3,7 +3,8 @@
  * used when the build reached a file or symlink (not a directory, which
  * many packages share) owned by D, or by a package that only D brings into
  * the closure (a metapackage such as pkg-config -> pkgconf is used through
- * what it depends on). Worked out once the build has ended. */
+ * what it depends on). Worked out once the build has ended, from the
+ * packages the build touched, which are found as it runs. */
 #ifndef KILN_TRACE_SERVICE_UNUSED_H
 #define KILN_TRACE_SERVICE_UNUSED_H
 
@@ -19,6 +20,20 @@
 int trace_touched_packages(const struct tracelog *t, const struct policy *policy,
 			   struct kiln_registry *reg, struct registry_pkgset *out,
 			   char *err, size_t errlen);
+
+/* The same, worked out as the build goes: touched_update() resolves the
+ * paths t->allowed gained since the last call (at most `max`; it returns
+ * how many are left), touched_finish() the rest and hands the set to *out
+ * (0; -1 on a registry error or out of memory, with err written). A path
+ * through ".." is resolved by touched_finish() only. Without
+ * t->track_allowed, or when t->allowed lost a path, touched_finish() goes
+ * through every path of t->paths. */
+struct touched;
+struct touched *touched_new(const struct policy *policy, struct kiln_registry *reg);
+size_t touched_update(struct touched *w, const struct tracelog *t, size_t max);
+int touched_finish(struct touched *w, const struct tracelog *t, struct registry_pkgset *out,
+		   char *err, size_t errlen);
+void touched_free(struct touched *w);
 
 /* Of the `n` declared names (as the closure was computed from them, in that
  * order, under `profile`, giving `closure`), those unused by the build that
