@@ -45,8 +45,40 @@ static bool hidden(const struct data_sandbox *l, const char *path)
 	return l->look(l->ctx, path, &s) < 0 || (s.exists && s.hidden);
 }
 
-/* The services of db in nsswitch.conf (space-separated into out), or its
- * default when the file does not name it. */
+/* nsswitch.conf's text, read once for every database (NULL: unreadable,
+ * every database has its default). malloc'd. */
+static char *read_conf(const char *conf)
+{
+	FILE *f = fopen(conf, "re");
+	if (!f)
+		return NULL;
+	size_t n = 0, cap = 4096;
+	char *text = malloc(cap);
+	while (text) {
+		n += fread(text + n, 1, cap - 1 - n, f);
+		if (n < cap - 1)
+			break;
+		char *bigger = cap < (1u << 20) ? realloc(text, cap * 2) : NULL;
+		if (!bigger) {
+			free(text);
+			text = NULL;
+			break;
+		}
+		text = bigger;
+		cap *= 2;
+	}
+	if (text && ferror(f)) {
+		free(text);
+		text = NULL;
+	}
+	fclose(f);
+	if (text)
+		text[n] = '\0';
+	return text;
+}
+
+/* The services of db in nsswitch.conf (its text `conf`; space-separated
+ * into out), or its default when the file does not name it. */
 static void services_of(const char *conf, const char *db, char *out, size_t cap)
 {
 	/* nss_database.c's defaults, with the compat and nis ones as Debian's
@@ -54,12 +86,19 @@ static void services_of(const char *conf, const char *db, char *out, size_t cap)
 	const char *def = !strcmp(db, "hosts") || !strcmp(db, "networks") ? "files dns"
 			: !strcmp(db, "initgroups") ? "" : "files";
 	snprintf(out, cap, "%s", def);
-	FILE *f = fopen(conf, "re");
-	if (!f)
+	if (!conf)
 		return;
 	char line[2048];
 	size_t dl = strlen(db);
-	while (fgets(line, sizeof line, f)) {
+	/* As fgets would give them: up to a newline, or sizeof line - 1 bytes. */
+	for (const char *c = conf; *c;) {
+		size_t n = strcspn(c, "\n");
+		n += c[n] == '\n';
+		if (n > sizeof line - 1)
+			n = sizeof line - 1;
+		memcpy(line, c, n);
+		line[n] = '\0';
+		c += n;
 		char *hash = strchr(line, '#');
 		if (hash)
 			*hash = '\0';
@@ -81,25 +120,25 @@ static void services_of(const char *conf, const char *db, char *out, size_t cap)
 				p = end ? end + 1 : p + strlen(p);
 				continue;
 			}
-			size_t n = strcspn(p, " \t\n[");
-			if (n && o + n + 2 < cap) {
-				o += (size_t)snprintf(out + o, cap - o, "%s%.*s", o ? " " : "", (int)n, p);
+			size_t k = strcspn(p, " \t\n[");
+			if (k && o + k + 2 < cap) {
+				o += (size_t)snprintf(out + o, cap - o, "%s%.*s", o ? " " : "", (int)k, p);
 			}
-			p += n;
+			p += k;
 		}
 	}
-	fclose(f);
 }
 
-static bool nss_clean(const struct data_sandbox *l, const struct data_where *w, const char *db)
+static bool nss_clean(const struct data_sandbox *l, const struct data_where *w, const char *conf,
+		      const char *db)
 {
 	char path[4096], services[1024];
 	if (hidden(l, w->nsswitch))
 		return false;
-	services_of(w->nsswitch, db, services, sizeof services);
+	services_of(conf, db, services, sizeof services);
 	/* initgroups with no services of its own goes by group's. */
 	if (!services[0] && !strcmp(db, "initgroups"))
-		services_of(w->nsswitch, "group", services, sizeof services);
+		services_of(conf, "group", services, sizeof services);
 	for (char *s = services, *save = NULL, *tok; (tok = strtok_r(s, " ", &save)); s = NULL) {
 		if (!strcmp(tok, "files") || !strcmp(tok, "compat")) {
 			snprintf(path, sizeof path, "/etc/%s", files_of(db));
@@ -165,9 +204,11 @@ size_t data_plans_clean(const struct data_where *w, const struct data_sandbox *l
 {
 	size_t o = 0;
 	out[0] = '\0';
+	char *conf = read_conf(w->nsswitch);
 	for (size_t i = 0; i < data_nss_ndatabases; i++)
-		if (nss_clean(l, w, data_nss_databases[i]) && o + strlen(data_nss_databases[i]) + 6 < cap)
+		if (nss_clean(l, w, conf, data_nss_databases[i]) && o + strlen(data_nss_databases[i]) + 6 < cap)
 			o += (size_t)snprintf(out + o, cap - o, "%snss:%s", o ? " " : "", data_nss_databases[i]);
+	free(conf);
 	if (gconv_clean(l, w->gconv_dir, 0) && o + 7 < cap)
 		o += (size_t)snprintf(out + o, cap - o, "%sgconv", o ? " " : "");
 	/* TZ unset: /etc/localtime, followed (the look follows symlinks). */
