@@ -82,9 +82,10 @@ static void forget(struct kept_table *m)
 	*m = (struct kept_table){ 0 };
 }
 
-/* Prepares the statements and picks the table, with the handle's lock held.
- * 0, or -1 with the message in reg->err. */
-static int run_open(struct closure_run *a, struct kiln_registry *reg, const char *base_sql)
+/* Takes the handle's statements (prepared at the first closure) and picks
+ * the table, with the handle's lock held. 0, or -1 with the message in
+ * reg->err. */
+static int run_open(struct closure_run *a, struct kiln_registry *reg, const struct closure_profile *p)
 {
 	*a = (struct closure_run){ .reg = reg };
 	if (registry_frozen(reg) && !reg->closure_memo)
@@ -92,19 +93,17 @@ static int run_open(struct closure_run *a, struct kiln_registry *reg, const char
 	a->keep = registry_frozen(reg) ? reg->closure_memo : NULL;
 	a->memo = a->keep ? &a->keep->answers : &a->own;
 	struct {
-		sqlite3_stmt **st;
+		sqlite3_stmt **st, **slot;
 		const char *sql;
 	} stmts[] = {
-		{ &a->real, real_sql }, { &a->providers, providers_sql },
-		{ &a->deps, deps_sql }, { &a->base, base_sql },
+		{ &a->real, &reg->st_cl_real, real_sql },
+		{ &a->providers, &reg->st_cl_providers, providers_sql },
+		{ &a->deps, &reg->st_cl_deps, deps_sql },
+		{ &a->base, &reg->st_cl_base[p->profile == REGISTRY_PROFILE_CHROOT], p->base_sql },
 	};
-	for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++) {
-		int rc = sqlite3_prepare_v2(reg->db, stmts[i].sql, -1, stmts[i].st, NULL);
-		if (rc != SQLITE_OK) {
-			registry_sql_message(reg->db, rc, reg->path, reg->err, sizeof reg->err);
+	for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++)
+		if (!(*stmts[i].st = registry_stmt(reg, stmts[i].slot, stmts[i].sql)))
 			return -1;
-		}
-	}
 	return 0;
 }
 
@@ -122,10 +121,11 @@ static int run_end(struct closure_run *a, enum closure_state st, struct registry
 	} else if (st != CLOSURE_UNKNOWN) {
 		snprintf(err, errlen, "%s", reg->err);
 	}
-	sqlite3_finalize(a->real);
-	sqlite3_finalize(a->providers);
-	sqlite3_finalize(a->deps);
-	sqlite3_finalize(a->base);
+	/* The handle's: left reset, holding no read of the file. */
+	sqlite3_stmt *used[] = { a->real, a->providers, a->deps, a->base };
+	for (size_t i = 0; i < sizeof used / sizeof used[0]; i++)
+		if (used[i])
+			sqlite3_reset(used[i]);
 	free(a->q.v);
 	registry_pkgset_free(&a->seen);
 	forget(&a->own);
@@ -303,7 +303,7 @@ int closure_compute(struct kiln_registry *reg, const struct closure_profile *p,
 	struct closure_run a;
 	reg->err[0] = '\0';
 	pthread_mutex_lock(&reg->lock);
-	enum closure_state st = run_open(&a, reg, p->base_sql) ? CLOSURE_FAILED : CLOSURE_OK;
+	enum closure_state st = run_open(&a, reg, p) ? CLOSURE_FAILED : CLOSURE_OK;
 	/* The base set and everything it pulls in first (for the chroot, so
 	 * that a dependency the base already satisfies adds nothing). */
 	if (!st && with_base && base(&a, p))

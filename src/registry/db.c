@@ -77,7 +77,9 @@ void registry_sql_message(sqlite3 *db, int rc, const char *path, char *err, size
 void registry_finalize_statements(struct kiln_registry *reg)
 {
 	sqlite3_stmt **stmts[] = { &reg->st_owners, &reg->st_link_owners, &reg->st_name, &reg->st_dir,
-				   &reg->st_resolve, &reg->st_resolve_arch };
+				   &reg->st_resolve, &reg->st_resolve_arch, &reg->st_cl_real,
+				   &reg->st_cl_providers, &reg->st_cl_deps, &reg->st_cl_base[0],
+				   &reg->st_cl_base[1] };
 	for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++) {
 		sqlite3_finalize(*stmts[i]);
 		*stmts[i] = NULL;

@@ -28,6 +28,9 @@ struct kiln_registry {
 	pthread_mutex_t lock; /* one handle may be shared by threads */
 	sqlite3_stmt *st_owners, *st_link_owners, *st_name, *st_dir, *st_resolve,
 		*st_resolve_arch;
+	/* A closure's statements (closure_kept.c), its base set's by profile
+	 * (0 host, 1 chroot): prepared once per handle, not per closure. */
+	sqlite3_stmt *st_cl_real, *st_cl_providers, *st_cl_deps, *st_cl_base[2];
 	char err[PATH_MAX + 256]; /* last error, for registry_errmsg() */
 	void *snap;               /* REGISTRY_SNAPSHOT: the sealed copy, mapped */
 	size_t snaplen;
