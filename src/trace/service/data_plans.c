@@ -133,8 +133,6 @@ static bool nss_clean(const struct data_sandbox *l, const struct data_where *w, 
 		      const char *db)
 {
 	char path[4096], services[1024];
-	if (hidden(l, w->nsswitch))
-		return false;
 	services_of(conf, db, services, sizeof services);
 	/* initgroups with no services of its own goes by group's. */
 	if (!services[0] && !strcmp(db, "initgroups"))
@@ -204,8 +202,10 @@ size_t data_plans_clean(const struct data_where *w, const struct data_sandbox *l
 {
 	size_t o = 0;
 	out[0] = '\0';
-	char *conf = read_conf(w->nsswitch);
-	for (size_t i = 0; i < data_nss_ndatabases; i++)
+	/* nsswitch.conf itself hidden: no database is clean. */
+	bool conf_visible = !hidden(l, w->nsswitch);
+	char *conf = conf_visible ? read_conf(w->nsswitch) : NULL;
+	for (size_t i = 0; conf_visible && i < data_nss_ndatabases; i++)
 		if (nss_clean(l, w, conf, data_nss_databases[i]) && o + strlen(data_nss_databases[i]) + 6 < cap)
 			o += (size_t)snprintf(out + o, cap - o, "%snss:%s", o ? " " : "", data_nss_databases[i]);
 	free(conf);
