@@ -1,7 +1,8 @@
 /* The sandbox's walk memo: which walks it keeps (only those that visited
  * nothing but registry-managed trees), that a build-directory path is walked
  * afresh every time, and that a write let through into a managed tree
- * forgets it. Works in a temporary directory made an ask-tree. */
+ * forgets it; the node memo (what lstat said of each node of a managed
+ * tree) likewise. Works in a temporary directory made an ask-tree. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -195,8 +196,56 @@ static void a_write_into_a_managed_tree_forgets(void **state)
 	sandbox_write_passed(&f->sbx, at("/managed/new.h"), KILN_A_CREATE | KILN_A_WRITE, d);
 	assert_int_equal(f->sbx.walk_flushes, 1);
 	assert_int_equal(f->sbx.walks.n, 0);
+	assert_int_equal(f->sbx.nodes.n, 0);
 	touch("/managed/new.h");
 	assert_true(decide(f, "/managed/new.h", KILN_A_READ, 0)->exists);
+}
+
+static bool node_kept(struct fixture *f, const char *path)
+{
+	return pathtab_get(&f->sbx.nodes, path, strlen(path)) != NULL;
+}
+
+/* A new path below a directory already walked costs one lstat: its own. */
+static void managed_nodes_are_looked_at_once(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(decide(f, "/managed/a.h", KILN_A_READ, 0)->verdict, KILN_V_ALLOW);
+	assert_int_equal(f->sbx.node_hits, 0);
+	assert_true(node_kept(f, at("/managed")) && node_kept(f, at("/managed/a.h")));
+	/* top's components, then /managed: from the memo; the absent name is
+	 * kept too (a managed tree gains no name while the build runs) */
+	size_t above = 0;
+	for (const char *c = top; *c; c++)
+		above += *c == '/';
+	struct sbx_decision *d = decide(f, "/managed/absent.h", KILN_A_STAT, 0);
+	assert_false(d->exists);
+	assert_int_equal(f->sbx.node_hits, above + 1);
+	assert_true(node_kept(f, at("/managed/absent.h")));
+	assert_false(decide(f, "/managed/absent.h/x", KILN_A_STAT, 0)->exists);
+	/* a symlink's target with it: asked without following first, then
+	 * followed from the memo */
+	assert_int_equal(symlink("a.h", at("/managed/link.h")), 0);
+	d = decide(f, "/managed/link.h", KILN_A_STAT, KILN_Q_NOFOLLOW);
+	assert_string_equal(d->node, at("/managed/link.h"));
+	unsigned long hits = f->sbx.node_hits;
+	d = decide(f, "/managed/link.h", KILN_A_READ, 0);
+	assert_int_equal(d->verdict, KILN_V_ALLOW);
+	assert_true(d->exists && d->links);
+	assert_string_equal(d->node, at("/managed/a.h"));
+	assert_true(f->sbx.node_hits >= hits + above + 3); /* ..., /managed, link.h, a.h */
+	/* Hidden through the memo as through lstat. */
+	decide(f, "/managed/foreign.h", KILN_A_READ, 0);
+	d = decide(f, "/managed/foreign.h", KILN_A_STAT, 0);
+	assert_int_equal(d->verdict, KILN_V_HIDE);
+	assert_string_equal(d->pkg, "pkgx");
+	/* Nothing of the build directory, an allow rule in the tree or /proc. */
+	decide(f, "/build/f.c", KILN_A_READ, 0);
+	decide(f, "/managed/local/x", KILN_A_READ, 0);
+	decide(f, "/proc/self/cwd", KILN_A_STAT, 0);
+	assert_false(node_kept(f, at("/build")) || node_kept(f, at("/build/f.c")));
+	assert_false(node_kept(f, at("/managed/local")) || node_kept(f, at("/managed/local/x")));
+	assert_false(node_kept(f, "/proc") || node_kept(f, "/proc/self"));
 }
 
 static void memo_off_by_environment(void **state)
@@ -212,6 +261,8 @@ static void memo_off_by_environment(void **state)
 	assert_int_equal(d->verdict, KILN_V_ALLOW);
 	assert_int_equal(f->sbx.walk_hits, 0);
 	assert_int_equal(f->sbx.walks.n, 0);
+	assert_int_equal(f->sbx.nodes.n, 0);
+	assert_int_equal(f->sbx.node_hits, 0);
 }
 
 int main(void)
@@ -221,6 +272,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(hidden_walks_keep_the_path_below, setup, teardown),
 		cmocka_unit_test_setup_teardown(other_walks_are_redone, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_write_into_a_managed_tree_forgets, setup, teardown),
+		cmocka_unit_test_setup_teardown(managed_nodes_are_looked_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(memo_off_by_environment, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

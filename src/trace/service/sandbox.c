@@ -3,8 +3,11 @@
  * final node) checked against the policy and the registry. A hidden node hides
  * everything reached through it.
  *
- * Two memos, both keyed by what cannot change meaning during a run:
+ * Three memos, all keyed by what cannot change meaning during a run:
  * - visibility of a canonical node (policy + registry: fixed for the run);
+ * - what lstat (and readlink, for a symlink) said of a canonical node in a
+ *   registry-managed tree, for the reason given next: a new path below
+ *   /usr/include costs one lstat, not one per component;
  * - the whole walk of a path as asked, but only when every node the walk
  *   visited lies in a registry-managed tree (an ask rule, or a read/deny rule
  *   nested in one, never under /proc): those trees do not change while the
@@ -12,7 +15,7 @@
  *   touched anything else (the build directory, /tmp, /proc, the catch-all
  *   read area) is redone on every query: a path there can become a symlink
  *   at any moment. A write let through into a managed tree (--report-only)
- *   forgets the walk memo. */
+ *   forgets the walk memo and the node memo. */
 #include "trace/service/sandbox.h"
 
 #include "ipc/proto.h"
@@ -57,6 +60,18 @@ struct walk {
 	bool is_link, is_dir;
 	bool stable;   /* every node visited lies in a managed tree */
 	bool links;    /* a symlink was followed */
+};
+
+#define NODE_MEMO_MAX 262144 /* entries; beyond, lstat every time */
+
+/* What lstat said of a node: 0 and its mode and identity, or ENOENT or
+ * ENOTDIR; a symlink's target (readlink) with it. */
+struct node_seen {
+	int err;
+	mode_t mode;
+	uint64_t dev, ino;
+	size_t tlen;
+	char target[];
 };
 
 struct walk_entry {
@@ -115,6 +130,8 @@ void sandbox_init(struct sandbox *s, const struct policy *compiled, struct sbx_o
 	const char *off = getenv("KILN_TRACE_NO_MEMO");
 	s->memo_walks = !(off && *off && strcmp(off, "0"));
 	s->walks = (struct pathtab){ 0 };
+	s->nodes = (struct pathtab){ 0 };
+	s->node_hits = 0;
 	/* Also without the memo: the verdict cache asks d->stable. */
 	s->stable_rule = stable_rules(compiled);
 	if (!s->stable_rule)
@@ -129,6 +146,7 @@ void sandbox_free(struct sandbox *s)
 {
 	pathtab_free(&s->memo, free);
 	pathtab_free(&s->walks, free);
+	pathtab_free(&s->nodes, free);
 	free(s->stable_rule);
 	s->stable_rule = NULL;
 }
@@ -347,6 +365,54 @@ static void fail(struct sbx_decision *d, const char *path)
 	set_str(d->node, sizeof d->node, path);
 }
 
+/* lstat(cur) (clen bytes), from the node memo for a node of a managed tree
+ * (`stable`), kept there after the first time; *seen is then the kept
+ * answer, whose target a symlink's walk uses instead of readlink. An answer
+ * other than success, ENOENT or ENOTDIR is never kept (the walk fails
+ * closed on it), nor a symlink whose target cannot be read. */
+static int node_lstat(struct sandbox *s, const char *cur, size_t clen, bool stable, struct stat *st,
+		      const struct node_seen **seen)
+{
+	*seen = NULL;
+	stable = stable && s->memo_walks;
+	const struct node_seen *n = stable ? pathtab_get(&s->nodes, cur, clen) : NULL;
+	if (n) {
+		s->node_hits++;
+		*seen = n;
+		if (n->err) {
+			errno = n->err;
+			return -1;
+		}
+		st->st_mode = n->mode;
+		st->st_dev = (dev_t)n->dev;
+		st->st_ino = (ino_t)n->ino;
+		return 0;
+	}
+	int rc = lstat(cur, st), err = rc < 0 ? errno : 0;
+	if (!stable || (err && err != ENOENT && err != ENOTDIR) || s->nodes.n >= NODE_MEMO_MAX)
+		goto out;
+	ssize_t tl = 0;
+	if (!err && S_ISLNK(st->st_mode) && (tl = readlink(cur, s->tmp, SBX_BUF - 1)) <= 0)
+		goto out;
+	struct node_seen *e = malloc(sizeof *e + (size_t)tl + 1);
+	bool added;
+	void **slot = e ? pathtab_put(&s->nodes, cur, clen, &added) : NULL;
+	if (!slot || !added) {
+		free(e);
+		goto out;
+	}
+	*e = (struct node_seen){ .err = err, .mode = err ? 0 : st->st_mode,
+				 .dev = err ? 0 : st->st_dev, .ino = err ? 0 : st->st_ino,
+				 .tlen = (size_t)tl };
+	memcpy(e->target, s->tmp, (size_t)tl);
+	e->target[tl] = '\0';
+	*slot = e;
+	*seen = e;
+out:
+	errno = err;
+	return rc;
+}
+
 /* Resolves `path` (absolute, shorter than SBX_BUF) into d->node, d->pkg and
  * d->exists, and *w. On WALK_HIDDEN the decision is already marked hidden; on
  * WALK_FAILED, failed. */
@@ -422,11 +488,13 @@ static enum walk_outcome walk(struct sandbox *s, pid_t pid, const char *path, bo
 		cur[clen] = '\0';
 
 		const struct policy_rule *rule = policy_match(s->policy, cur);
-		if (!rule_stable(s, rule) || (clen >= 5 && !memcmp(cur, "/proc", 5) &&
-					      (clen == 5 || cur[5] == '/')))
+		bool node_stable = rule_stable(s, rule) && !(clen >= 5 && !memcmp(cur, "/proc", 5) &&
+							     (clen == 5 || cur[5] == '/'));
+		if (!node_stable)
 			w->stable = false;
 		struct stat st;
-		if (lstat(cur, &st) < 0) {
+		const struct node_seen *seen;
+		if (node_lstat(s, cur, clen, node_stable, &st, &seen) < 0) {
 			/* Only "does not exist" is the kernel's answer too; any other
 			 * failure (a canonical form past PATH_MAX, EACCES, EIO...)
 			 * says nothing about what the build's call reaches: fail
@@ -476,7 +544,9 @@ static enum walk_outcome walk(struct sandbox *s, pid_t pid, const char *path, bo
 			if (++links > MAX_LINKS)
 				break; /* ELOOP for the kernel too */
 			w->links = true;
-			ssize_t tl = readlink(cur, s->tmp, SBX_BUF - 1);
+			ssize_t tl = seen ? (ssize_t)seen->tlen : readlink(cur, s->tmp, SBX_BUF - 1);
+			if (seen)
+				memcpy(s->tmp, seen->target, seen->tlen);
 			if (tl <= 0) {
 				fail(d, path); /* changed under us: fail closed */
 				return WALK_FAILED;
@@ -669,11 +739,12 @@ hidden:
 void sandbox_write_passed(struct sandbox *s, const char *path, unsigned access,
 			  const struct sbx_decision *d)
 {
-	if (!(access & (KILN_A_WRITE | KILN_A_CREATE | KILN_A_DELETE)) || !s->walks.n)
+	if (!(access & (KILN_A_WRITE | KILN_A_CREATE | KILN_A_DELETE)) || (!s->walks.n && !s->nodes.n))
 		return;
 	if (rule_stable(s, policy_match(s->policy, d->node)) ||
 	    rule_stable(s, policy_match(s->policy, path))) {
 		pathtab_free(&s->walks, free);
+		pathtab_free(&s->nodes, free);
 		s->walk_flushes++;
 	}
 }

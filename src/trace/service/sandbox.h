@@ -77,6 +77,10 @@ struct sandbox {
 	 * sandbox.c). Off when memo_walks is false. */
 	bool memo_walks;
 	struct pathtab walks;
+	/* Node memo: canonical node in a managed tree -> what lstat (and
+	 * readlink) said of it (sandbox.c). Off with the walk memo. */
+	struct pathtab nodes;
+	unsigned long node_hits;
 	unsigned char *stable_rule; /* per compiled rule: inside a managed tree */
 	unsigned long walk_hits, walk_flushes;
 	/* Identity of each node of the walk's current prefix, by depth
@@ -93,8 +97,8 @@ void sandbox_free(struct sandbox *s);
 
 /* Tells the sandbox that a write (`access` has write, create or delete
  * classes) decided as `d` for `path` was let through (enforcing ALLOW, or
- * --report-only): if it may change a managed tree, the walk memo is
- * forgotten. */
+ * --report-only): if it may change a managed tree, the walk and node memos
+ * are forgotten. */
 void sandbox_write_passed(struct sandbox *s, const char *path, unsigned access,
 			  const struct sbx_decision *d);
 
