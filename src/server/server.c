@@ -340,7 +340,7 @@ int kiln_server_run(int listen_fd, int lifeline_fd, const struct kiln_service *s
 		if (n == 0 && work)
 			work = svc->idle(svc->ctx);
 		else if (n > 0 && svc->idle)
-			work = true;
+			work = !svc->idle_pending || svc->idle_pending(svc->ctx);
 		/* Every turn (one load when the service has nothing new), and
 		 * every tick_ms when nothing comes. */
 		if (tick_ms > 0 && (n > 0 || now_ms() - last_tick >= tick_ms)) {

@@ -42,9 +42,11 @@ struct kiln_service {
 	int tick_ms;
 	/* Optional: a little of the service's own work, done when a turn of
 	 * the loop finds no message waiting; returns whether some is left.
-	 * After a turn with messages the loop looks again at once rather than
-	 * sleeping, and keeps doing so while this says there is work left. */
+	 * The loop then looks again at once rather than sleeping, as it does
+	 * after a turn with messages when idle_pending (optional) says there
+	 * is some. */
 	bool (*idle)(void *ctx);
+	bool (*idle_pending)(void *ctx);
 	/* Optional: SIGIO arrived (a file lease of the service's is being
 	 * broken; the caller blocked SIGIO before taking it). Returns 0, or -1
 	 * with a message in err to stop the server with that error. */

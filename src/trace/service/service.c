@@ -459,6 +459,14 @@ static bool idle(void *ctx)
 	return ts->touched && touched_update(ts->touched, &ts->log, 16) > 0;
 }
 
+/* Without this the loop would look once more after every turn with
+ * messages, a system call each, with nothing to do. */
+static bool idle_pending(void *ctx)
+{
+	struct trace_service *ts = ctx;
+	return ts->touched && touched_left(ts->touched, &ts->log) > 0;
+}
+
 struct kiln_service trace_service_hooks(struct trace_service *ts)
 {
 	return (struct kiln_service){
@@ -477,5 +485,6 @@ struct kiln_service trace_service_hooks(struct trace_service *ts)
 		/* What the build touched is worked out as it runs, not between
 		 * the build's end and the report (docs/trace-report.md, Cost). */
 		.idle = idle,
+		.idle_pending = idle_pending,
 	};
 }

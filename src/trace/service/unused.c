@@ -250,7 +250,12 @@ size_t touched_update(struct touched *w, const struct tracelog *t, size_t max)
 			done++;
 		}
 	}
-	return t->nallowed - w->next;
+	return touched_left(w, t);
+}
+
+size_t touched_left(const struct touched *w, const struct tracelog *t)
+{
+	return w->r.failed ? 0 : t->nallowed - w->next; /* failed: the end says so */
 }
 
 int touched_finish(struct touched *w, const struct tracelog *t, struct registry_pkgset *out,

@@ -31,6 +31,8 @@ int trace_touched_packages(const struct tracelog *t, const struct policy *policy
 struct touched;
 struct touched *touched_new(const struct policy *policy, struct kiln_registry *reg);
 size_t touched_update(struct touched *w, const struct tracelog *t, size_t max);
+/* How many paths touched_update() has left: 0 after a registry error. */
+size_t touched_left(const struct touched *w, const struct tracelog *t);
 int touched_finish(struct touched *w, const struct tracelog *t, struct registry_pkgset *out,
 		   char *err, size_t errlen);
 void touched_free(struct touched *w);
