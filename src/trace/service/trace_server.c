@@ -346,14 +346,15 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	}
 	if (run < 0 || !intact)
 		rc = TRACE_SERVER_FAILED;
-	trace_diagnosis_free(&diag);
 	if (kiln_gone && trace_rundir_remove(cfg->rundir, err, sizeof err) < 0)
 		fprintf(stderr, "kiln trace: server: %s\n", err);
-	goto out;
+	/* The process ends here: what the run held (the log, the memos, the
+	 * registry and its copy, the map) goes with it at once rather than
+	 * being given back piece by piece while kiln waits to exit. */
+	fflush(NULL);
+	_exit(rc);
 fail:
 	say_ready(ready_fd, err, NULL);
-	ready_fd = -1;
-out:
 	if (ts && ts->vc)
 		verdict_cache_close(&vc);
 	trace_service_free(ts);

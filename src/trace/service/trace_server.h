@@ -49,7 +49,9 @@ enum {
 	TRACE_SERVER_VIOLATIONS = 3, /* ranked hidden files or refused writes (--strict) */
 };
 
-/* Runs the server in the current (forked) process; returns its exit status. */
+/* Runs the server in the current (forked) process. After a run it ends the
+ * process with its exit status (_exit, stdio flushed); when it cannot start
+ * it returns that status. */
 int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int lifeline_fd);
 
 #endif
