@@ -22,6 +22,7 @@
 #include "registry/registry.h"
 #include "trace/service/control.h"
 #include "trace/service/deps.h"
+#include "trace/service/unused.h"
 
 static char dir[PATH_MAX], db[PATH_MAX + 32];
 static struct kiln_registry *reg;
@@ -378,6 +379,55 @@ static void qualified_and_plain_name_in_one_closure(void **state)
 	registry_pkgset_free(&set);
 }
 
+/* The closures without each declared name, worked out ahead while a build
+ * runs (unused.h, struct unused_ahead), give the end the answer it works out
+ * alone; a name the packages touched so far use is not worked out. */
+static void unused_closures_ahead(void **state)
+{
+	(void)state;
+	const char *declared[] = { "app-dev", "awkuser", "build-essential", "www-browser", "tzdata" };
+	size_t n = sizeof declared / sizeof declared[0];
+	for (int p = 0; p < 2; p++) {
+		enum registry_profile profile = p ? CHROOT : HOST;
+		struct registry_pkgset closure = { 0 }, touched = { 0 };
+		assert_int_equal(registry_closure_profile(reg, profile, declared, n, true, &closure, err,
+							  sizeof err),
+				 0);
+		/* the build used tzdata itself, and nothing of the others */
+		int64_t tz[4];
+		assert_true(registry_find_packages(reg, "tzdata", tz, 4) > 0);
+		assert_int_equal(registry_pkgset_add(&touched, tz[0]), 0);
+		struct unused_ahead ahead;
+		assert_int_equal(unused_ahead_init(&ahead, n), 0);
+		int calls = 0;
+		while (unused_ahead_update(&ahead, reg, profile, declared, &closure, &touched))
+			calls++;
+		assert_false(ahead.failed);
+		assert_true(calls >= 2);
+		assert_true(ahead.known[0] && ahead.known[1] && ahead.known[3]);
+		assert_false(ahead.known[2] || ahead.known[4]); /* build-essential; tzdata used */
+		size_t alone[8], with[8];
+		long k1 = trace_unused_deps(reg, profile, declared, n, &closure, &touched, NULL, alone,
+					    err, sizeof err);
+		long k2 = trace_unused_deps(reg, profile, declared, n, &closure, &touched, &ahead, with,
+					    err, sizeof err);
+		assert_true(k1 >= 3);
+		assert_int_equal(k1, k2);
+		assert_memory_equal(alone, with, (size_t)k1 * sizeof alone[0]);
+		assert_int_equal(alone[0], 0); /* app-dev unused */
+		/* a closure worked out ahead is the one the end uses: an empty one
+		 * makes the whole closure app-dev's own, tzdata with it: used */
+		registry_pkgset_free(&ahead.rest[0]);
+		k2 = trace_unused_deps(reg, profile, declared, n, &closure, &touched, &ahead, with, err,
+				       sizeof err);
+		assert_int_equal(k2, k1 - 1);
+		assert_int_not_equal(with[0], 0);
+		unused_ahead_free(&ahead);
+		registry_pkgset_free(&closure);
+		registry_pkgset_free(&touched);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -389,6 +439,7 @@ int main(void)
 		cmocka_unit_test(snapshot_host_closures),
 		cmocka_unit_test(snapshot_taken_later),
 		cmocka_unit_test(qualified_and_plain_name_in_one_closure),
+		cmocka_unit_test(unused_closures_ahead),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -644,7 +644,8 @@ int trace_diagnose(const struct diag_input *in, struct trace_diagnosis *d, FILE 
 			k = -1;
 		if (k == 0)
 			k = trace_unused_deps(in->reg, in->profile, t->declared, t->ndeclared, in->closure,
-					      &touched, idx, err, sizeof err);
+					      &touched, in->touched ? touched_rests(in->touched) : NULL,
+					      idx, err, sizeof err);
 		if (k >= 0 && (d->unused = calloc((size_t)k + 1, sizeof *d->unused)) &&
 		    (d->unused_by = calloc((size_t)k + 1, sizeof *d->unused_by))) {
 			for (long i = 0; i < k; i++) {

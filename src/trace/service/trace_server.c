@@ -203,6 +203,7 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	if (ndeclared && (touched = touched_new(cfg->policy, reg))) {
 		ts->touched = touched;
 		ts->log.track_allowed = true;
+		touched_ahead(touched, cfg->profile, declared, ndeclared, &closure);
 	}
 	ts->log.build_parts = cfg->control ? cfg->build_parts : 0;
 	ts->log.build_left_out = control.left_out;

@@ -195,6 +195,11 @@ struct touched {
 	struct resolver r;
 	const struct policy *policy;
 	size_t next; /* of t->allowed, the first not yet looked at */
+	/* the closures without each declared name, when told them */
+	struct unused_ahead ahead;
+	enum registry_profile profile;
+	const char *const *declared;
+	const struct registry_pkgset *closure;
 };
 
 struct touched *touched_new(const struct policy *policy, struct kiln_registry *reg)
@@ -212,6 +217,20 @@ struct touched *touched_new(const struct policy *policy, struct kiln_registry *r
 	return w;
 }
 
+int touched_ahead(struct touched *w, enum registry_profile profile, const char *const *declared,
+		  size_t n, const struct registry_pkgset *closure)
+{
+	w->profile = profile;
+	w->declared = declared;
+	w->closure = closure;
+	return unused_ahead_init(&w->ahead, n);
+}
+
+const struct unused_ahead *touched_rests(const struct touched *w)
+{
+	return w->declared ? &w->ahead : NULL;
+}
+
 void touched_free(struct touched *w)
 {
 	if (!w)
@@ -220,6 +239,7 @@ void touched_free(struct touched *w)
 	pathtab_free(&w->r.nodes, NULL);
 	registry_pkgset_free(w->r.out);
 	free(w->r.out);
+	unused_ahead_free(&w->ahead);
 	free(w);
 }
 
@@ -243,19 +263,26 @@ static void touch(struct touched *w, const char *path)
 
 size_t touched_update(struct touched *w, const struct tracelog *t, size_t max)
 {
-	for (size_t done = 0; w->next < t->nallowed && done < max && !w->r.failed; w->next++) {
+	size_t done = 0;
+	for (; w->next < t->nallowed && done < max && !w->r.failed; w->next++) {
 		const char *p = t->allowed[w->next];
 		if (!climbs(p)) {
 			touch(w, p);
 			done++;
 		}
 	}
+	/* Paths first: the more the build is known to have used, the fewer
+	 * closures are worked out for nothing. */
+	if (!done && w->next == t->nallowed && !w->r.failed && w->declared && max != SIZE_MAX)
+		unused_ahead_update(&w->ahead, w->r.reg, w->profile, w->declared, w->closure, w->r.out);
 	return touched_left(w, t);
 }
 
 size_t touched_left(const struct touched *w, const struct tracelog *t)
 {
-	return w->r.failed ? 0 : t->nallowed - w->next; /* failed: the end says so */
+	if (w->r.failed)
+		return 0; /* the end says so */
+	return t->nallowed - w->next + (w->declared && unused_ahead_pending(&w->ahead));
 }
 
 int touched_finish(struct touched *w, const struct tracelog *t, struct registry_pkgset *out,
@@ -308,61 +335,130 @@ static bool any_touched(const struct registry_pkgset *set, const struct registry
 	return false;
 }
 
-long trace_unused_deps(struct kiln_registry *reg, enum registry_profile profile,
-		       const char *const *declared, size_t n, const struct registry_pkgset *closure,
-		       const struct registry_pkgset *touched, size_t *unused, char *err,
-		       size_t errlen)
+/* 1 when the build used a package that is the declared name itself (a
+ * package of that name, or what provides it, in the closure); 0 not; -1 on
+ * a registry error. */
+static int used_directly(struct kiln_registry *reg, const char *name,
+			 const struct registry_pkgset *closure, const struct registry_pkgset *touched)
 {
-	long k = 0;
+	int64_t ids[64];
+	int m = registry_satisfiers(reg, name, "", ids, 64);
+	if (m < 0)
+		return -1;
+	for (int j = 0; j < m && j < 64; j++)
+		if (registry_pkgset_has(closure, ids[j]) && registry_pkgset_has(touched, ids[j]))
+			return 1;
+	return 0;
+}
+
+/* The closure of the declared names but the i-th, into *rest. */
+static int closure_without(struct kiln_registry *reg, enum registry_profile profile,
+			   const char *const *declared, size_t n, size_t i,
+			   struct registry_pkgset *rest, char *err, size_t errlen)
+{
 	const char **others = calloc(n + 1, sizeof *others);
 	if (!others) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	size_t no = 0;
+	for (size_t j = 0; j < n; j++)
+		if (j != i)
+			others[no++] = declared[j];
+	int rc = registry_closure_profile(reg, profile, others, no, true, rest, err, errlen);
+	free(others);
+	return rc;
+}
+
+int unused_ahead_init(struct unused_ahead *a, size_t n)
+{
+	*a = (struct unused_ahead){ .n = n };
+	a->rest = calloc(n ? n : 1, sizeof *a->rest);
+	a->known = calloc(n ? n : 1, sizeof *a->known);
+	if (!a->rest || !a->known) {
+		unused_ahead_free(a);
+		return -1;
+	}
+	return 0;
+}
+
+void unused_ahead_free(struct unused_ahead *a)
+{
+	for (size_t i = 0; a->rest && i < a->n; i++)
+		registry_pkgset_free(&a->rest[i]);
+	free(a->rest);
+	free(a->known);
+	*a = (struct unused_ahead){ 0 };
+}
+
+bool unused_ahead_update(struct unused_ahead *a, struct kiln_registry *reg,
+			 enum registry_profile profile, const char *const *declared,
+			 const struct registry_pkgset *closure, const struct registry_pkgset *touched)
+{
+	while (a->next < a->n && !a->failed) {
+		size_t i = a->next++;
+		int used = strcmp(declared[i], "build-essential") ? used_directly(reg, declared[i], closure, touched) : 1;
+		if (used < 0) {
+			a->failed = true;
+			break;
+		}
+		if (used)
+			continue; /* touched only grows: used it stays */
+		char err[256];
+		if (closure_without(reg, profile, declared, a->n, i, &a->rest[i], err, sizeof err) < 0) {
+			registry_pkgset_free(&a->rest[i]);
+			a->failed = true; /* the end works them out, and says why not */
+			break;
+		}
+		a->known[i] = true;
+		break; /* one closure per call */
+	}
+	return a->next < a->n && !a->failed;
+}
+
+bool unused_ahead_pending(const struct unused_ahead *a)
+{
+	return a->next < a->n && !a->failed;
+}
+
+long trace_unused_deps(struct kiln_registry *reg, enum registry_profile profile,
+		       const char *const *declared, size_t n, const struct registry_pkgset *closure,
+		       const struct registry_pkgset *touched, const struct unused_ahead *ahead,
+		       size_t *unused, char *err, size_t errlen)
+{
+	long k = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (!strcmp(declared[i], "build-essential"))
 			continue;
-		/* The declared name itself: a package of that name, or what
-		 * provides it in the closure. */
-		int64_t ids[64];
-		int m = registry_satisfiers(reg, declared[i], "", ids, 64);
-		if (m < 0)
-			goto fail;
-		bool used = false;
-		for (int j = 0; j < m && j < 64 && !used; j++)
-			used = registry_pkgset_has(closure, ids[j]) && registry_pkgset_has(touched, ids[j]);
+		int used = used_directly(reg, declared[i], closure, touched);
+		if (used < 0) {
+			snprintf(err, errlen, "%s", registry_errmsg(reg));
+			return -1;
+		}
 		if (used)
 			continue;
 		/* What only it brings: the closure without it, compared. */
-		size_t no = 0;
-		for (size_t j = 0; j < n; j++)
-			if (j != i)
-				others[no++] = declared[j];
-		struct registry_pkgset rest = { 0 }, only = { 0 };
-		if (registry_closure_profile(reg, profile, others, no, true, &rest, err, errlen) < 0) {
-			registry_pkgset_free(&rest);
-			free(others);
+		struct registry_pkgset own_rest = { 0 }, only = { 0 };
+		const struct registry_pkgset *rest = &own_rest;
+		if (ahead && ahead->n == n && ahead->known && ahead->known[i])
+			rest = &ahead->rest[i];
+		else if (closure_without(reg, profile, declared, n, i, &own_rest, err, errlen) < 0) {
+			registry_pkgset_free(&own_rest);
 			return -1;
 		}
 		for (size_t j = 0; j < closure->n; j++)
-			if (!registry_pkgset_has(&rest, closure->ids[j]) &&
+			if (!registry_pkgset_has(rest, closure->ids[j]) &&
 			    registry_pkgset_add(&only, closure->ids[j]) < 0) {
-				registry_pkgset_free(&rest);
+				registry_pkgset_free(&own_rest);
 				registry_pkgset_free(&only);
 				snprintf(err, errlen, "out of memory");
-				free(others);
 				return -1;
 			}
 		used = any_touched(&only, touched);
-		registry_pkgset_free(&rest);
+		registry_pkgset_free(&own_rest);
 		registry_pkgset_free(&only);
 		if (!used)
 			unused[k++] = i;
 	}
-	free(others);
 	return k;
-fail:
-	snprintf(err, errlen, "%s", registry_errmsg(reg));
-	free(others);
-	return -1;
 }
