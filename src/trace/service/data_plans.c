@@ -206,7 +206,8 @@ size_t data_plans_clean(const struct data_where *w, const struct data_sandbox *l
 	bool conf_visible = !hidden(l, w->nsswitch);
 	char *conf = conf_visible ? read_conf(w->nsswitch) : NULL;
 	for (size_t i = 0; conf_visible && i < data_nss_ndatabases; i++)
-		if (nss_clean(l, w, conf, data_nss_databases[i]) && o + strlen(data_nss_databases[i]) + 6 < cap)
+		if (nss_clean(l, w, conf, data_nss_databases[i]) &&
+		    o + strlen(data_nss_databases[i]) + 6 < cap)
 			o += (size_t)snprintf(out + o, cap - o, "%snss:%s", o ? " " : "", data_nss_databases[i]);
 	free(conf);
 	if (gconv_clean(l, w->gconv_dir, 0) && o + 7 < cap)

@@ -397,7 +397,9 @@ bool unused_ahead_update(struct unused_ahead *a, struct kiln_registry *reg,
 {
 	while (a->next < a->n && !a->failed) {
 		size_t i = a->next++;
-		int used = strcmp(declared[i], "build-essential") ? used_directly(reg, declared[i], closure, touched) : 1;
+		int used = 1; /* build-essential: never listed */
+		if (strcmp(declared[i], "build-essential"))
+			used = used_directly(reg, declared[i], closure, touched);
 		if (used < 0) {
 			a->failed = true;
 			break;
