@@ -4,6 +4,8 @@
  * of what glibc may open, so "clean" means no file it may open is hidden. */
 #include "trace/service/data_plans.h"
 
+#include "registry/deb822.h"
+
 #include <ctype.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -45,40 +47,9 @@ static bool hidden(const struct data_sandbox *l, const char *path)
 	return l->look(l->ctx, path, &s) < 0 || (s.exists && s.hidden);
 }
 
-/* nsswitch.conf's text, read once for every database (NULL: unreadable,
- * every database has its default). malloc'd. */
-static char *read_conf(const char *conf)
-{
-	FILE *f = fopen(conf, "re");
-	if (!f)
-		return NULL;
-	size_t n = 0, cap = 4096;
-	char *text = malloc(cap);
-	while (text) {
-		n += fread(text + n, 1, cap - 1 - n, f);
-		if (n < cap - 1)
-			break;
-		char *bigger = cap < (1u << 20) ? realloc(text, cap * 2) : NULL;
-		if (!bigger) {
-			free(text);
-			text = NULL;
-			break;
-		}
-		text = bigger;
-		cap *= 2;
-	}
-	if (text && ferror(f)) {
-		free(text);
-		text = NULL;
-	}
-	fclose(f);
-	if (text)
-		text[n] = '\0';
-	return text;
-}
-
-/* The services of db in nsswitch.conf (its text `conf`; space-separated
- * into out), or its default when the file does not name it. */
+/* The services of db in nsswitch.conf (its text `conf`, NULL when it
+ * cannot be read; space-separated into out), or its default when the file
+ * does not name it. */
 static void services_of(const char *conf, const char *db, char *out, size_t cap)
 {
 	/* nss_database.c's defaults, with the compat and nis ones as Debian's
@@ -86,19 +57,12 @@ static void services_of(const char *conf, const char *db, char *out, size_t cap)
 	const char *def = !strcmp(db, "hosts") || !strcmp(db, "networks") ? "files dns"
 			: !strcmp(db, "initgroups") ? "" : "files";
 	snprintf(out, cap, "%s", def);
-	if (!conf)
+	FILE *f = conf && *conf ? fmemopen((void *)conf, strlen(conf), "r") : NULL;
+	if (!f)
 		return;
 	char line[2048];
 	size_t dl = strlen(db);
-	/* As fgets would give them: up to a newline, or sizeof line - 1 bytes. */
-	for (const char *c = conf; *c;) {
-		size_t n = strcspn(c, "\n");
-		n += c[n] == '\n';
-		if (n > sizeof line - 1)
-			n = sizeof line - 1;
-		memcpy(line, c, n);
-		line[n] = '\0';
-		c += n;
+	while (fgets(line, sizeof line, f)) {
 		char *hash = strchr(line, '#');
 		if (hash)
 			*hash = '\0';
@@ -120,13 +84,14 @@ static void services_of(const char *conf, const char *db, char *out, size_t cap)
 				p = end ? end + 1 : p + strlen(p);
 				continue;
 			}
-			size_t k = strcspn(p, " \t\n[");
-			if (k && o + k + 2 < cap) {
-				o += (size_t)snprintf(out + o, cap - o, "%s%.*s", o ? " " : "", (int)k, p);
+			size_t n = strcspn(p, " \t\n[");
+			if (n && o + n + 2 < cap) {
+				o += (size_t)snprintf(out + o, cap - o, "%s%.*s", o ? " " : "", (int)n, p);
 			}
-			p += k;
+			p += n;
 		}
 	}
+	fclose(f);
 }
 
 static bool nss_clean(const struct data_sandbox *l, const struct data_where *w, const char *conf,
@@ -204,7 +169,9 @@ size_t data_plans_clean(const struct data_where *w, const struct data_sandbox *l
 	out[0] = '\0';
 	/* nsswitch.conf itself hidden: no database is clean. */
 	bool conf_visible = !hidden(l, w->nsswitch);
-	char *conf = conf_visible ? read_conf(w->nsswitch) : NULL;
+	char cerr[256];
+	size_t clen;
+	char *conf = conf_visible ? deb822_slurp(w->nsswitch, &clen, cerr, sizeof cerr) : NULL;
 	for (size_t i = 0; conf_visible && i < data_nss_ndatabases; i++)
 		if (nss_clean(l, w, conf, data_nss_databases[i]) &&
 		    o + strlen(data_nss_databases[i]) + 6 < cap)

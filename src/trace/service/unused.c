@@ -220,10 +220,12 @@ struct touched *touched_new(const struct policy *policy, struct kiln_registry *r
 int touched_ahead(struct touched *w, enum registry_profile profile, const char *const *declared,
 		  size_t n, const struct registry_pkgset *closure)
 {
+	if (unused_ahead_init(&w->ahead, n) < 0)
+		return -1;
 	w->profile = profile;
 	w->declared = declared;
 	w->closure = closure;
-	return unused_ahead_init(&w->ahead, n);
+	return 0;
 }
 
 const struct unused_ahead *touched_rests(const struct touched *w)
@@ -261,7 +263,8 @@ static void touch(struct touched *w, const char *path)
 	free(resolve(&w->r, path, 0));
 }
 
-size_t touched_update(struct touched *w, const struct tracelog *t, size_t max)
+/* Up to max of the queued paths not through "..": how many were. */
+static size_t resolve_queued(struct touched *w, const struct tracelog *t, size_t max)
 {
 	size_t done = 0;
 	for (; w->next < t->nallowed && done < max && !w->r.failed; w->next++) {
@@ -271,9 +274,14 @@ size_t touched_update(struct touched *w, const struct tracelog *t, size_t max)
 			done++;
 		}
 	}
+	return done;
+}
+
+size_t touched_update(struct touched *w, const struct tracelog *t, size_t max)
+{
 	/* Paths first: the more the build is known to have used, the fewer
 	 * closures are worked out for nothing. */
-	if (!done && w->next == t->nallowed && !w->r.failed && w->declared && max != SIZE_MAX)
+	if (!resolve_queued(w, t, max) && w->next == t->nallowed && !w->r.failed && w->declared)
 		unused_ahead_update(&w->ahead, w->r.reg, w->profile, w->declared, w->closure, w->r.out);
 	return touched_left(w, t);
 }
@@ -298,7 +306,7 @@ int touched_finish(struct touched *w, const struct tracelog *t, struct registry_
 				touch(w, key);
 		}
 	} else {
-		touched_update(w, t, SIZE_MAX);
+		resolve_queued(w, t, SIZE_MAX);
 		for (size_t i = 0; i < t->nallowed && !w->r.failed; i++)
 			if (climbs(t->allowed[i]))
 				touch(w, t->allowed[i]);
@@ -325,14 +333,6 @@ int trace_touched_packages(const struct tracelog *t, const struct policy *policy
 	int rc = touched_finish(w, t, out, err, errlen);
 	touched_free(w);
 	return rc;
-}
-
-static bool any_touched(const struct registry_pkgset *set, const struct registry_pkgset *touched)
-{
-	for (size_t i = 0; i < set->n; i++)
-		if (registry_pkgset_has(touched, set->ids[i]))
-			return true;
-	return false;
 }
 
 /* 1 when the build used a package that is the declared name itself (a
@@ -415,7 +415,7 @@ bool unused_ahead_update(struct unused_ahead *a, struct kiln_registry *reg,
 		a->known[i] = true;
 		break; /* one closure per call */
 	}
-	return a->next < a->n && !a->failed;
+	return unused_ahead_pending(a);
 }
 
 bool unused_ahead_pending(const struct unused_ahead *a)
@@ -439,26 +439,20 @@ long trace_unused_deps(struct kiln_registry *reg, enum registry_profile profile,
 		}
 		if (used)
 			continue;
-		/* What only it brings: the closure without it, compared. */
-		struct registry_pkgset own_rest = { 0 }, only = { 0 };
+		/* What only it brings (the closure without it, compared): used
+		 * when the build touched any of that. */
+		struct registry_pkgset own_rest = { 0 };
 		const struct registry_pkgset *rest = &own_rest;
-		if (ahead && ahead->n == n && ahead->known && ahead->known[i])
+		if (ahead && ahead->n == n && ahead->known[i])
 			rest = &ahead->rest[i];
 		else if (closure_without(reg, profile, declared, n, i, &own_rest, err, errlen) < 0) {
 			registry_pkgset_free(&own_rest);
 			return -1;
 		}
-		for (size_t j = 0; j < closure->n; j++)
-			if (!registry_pkgset_has(rest, closure->ids[j]) &&
-			    registry_pkgset_add(&only, closure->ids[j]) < 0) {
-				registry_pkgset_free(&own_rest);
-				registry_pkgset_free(&only);
-				snprintf(err, errlen, "out of memory");
-				return -1;
-			}
-		used = any_touched(&only, touched);
+		for (size_t j = 0; j < closure->n && !used; j++)
+			used = !registry_pkgset_has(rest, closure->ids[j]) &&
+			       registry_pkgset_has(touched, closure->ids[j]);
 		registry_pkgset_free(&own_rest);
-		registry_pkgset_free(&only);
 		if (!used)
 			unused[k++] = i;
 	}
