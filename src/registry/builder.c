@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/mkdirs.h"
 #include "common/outfile.h"
 #include "registry/depends.h"
 #include "registry/internal.h"
@@ -23,22 +24,6 @@ static int exec(struct builder *b, const char *sql, char *err, size_t errlen)
 {
 	int rc = sqlite3_exec(b->db, sql, NULL, NULL, NULL);
 	return rc == SQLITE_OK ? 0 : sql_fail(b, rc, err, errlen);
-}
-
-static int mkdir_p(char *dir)
-{
-	struct stat st;
-	if (!stat(dir, &st))
-		return S_ISDIR(st.st_mode) ? 0 : (errno = ENOTDIR, -1);
-	char *slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
-		*slash = '\0';
-		int rc = mkdir_p(dir);
-		*slash = '/';
-		if (rc)
-			return rc;
-	}
-	return mkdir(dir, 0777) && errno != EEXIST ? -1 : 0;
 }
 
 /* The old database must be ours (and not newer) before we replace it; an
@@ -90,7 +75,7 @@ int builder_begin(struct builder *b, const char *target, char *err, size_t errle
 		return -1;
 	}
 	char *d = dirname(dir);
-	if (mkdir_p(d)) {
+	if (mkdirs(d, 0777)) {
 		snprintf(err, errlen, "%s: cannot create directory: %s", d, strerror(errno));
 		return -1;
 	}
