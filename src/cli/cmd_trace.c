@@ -38,7 +38,7 @@
 enum {
 	OPT_DB = 1, OPT_DEPS, OPT_CONTROL, OPT_PROFILE, OPT_KEEP_ENV, OPT_ALLOW, OPT_READ, OPT_ASK,
 	OPT_OWNED, OPT_DENY, OPT_UNKNOWN, OPT_POLICY, OPT_REPORT_ONLY, OPT_STRICT, OPT_JSON, OPT_OUTPUT,
-	OPT_LOG, OPT_REPORT, OPT_NO_REFRESH, OPT_NO_CACHE, OPT_STATS, OPT_QUIET, OPT_BUILD_TYPE,
+	OPT_LOG, OPT_REPORT, OPT_NO_REFRESH, OPT_NO_CACHE, OPT_NO_RECALL, OPT_STATS, OPT_QUIET, OPT_BUILD_TYPE,
 };
 
 static const struct cliopt options[] = {
@@ -108,6 +108,11 @@ static const struct cliopt options[] = {
 	  "ask the server for every check: no shared verdict\n"
 	  "cache (for comparison; docs/verdict-cache.md);\n"
 	  "KILN_TRACE_NO_CACHE=1 in the environment does the same" },
+	{ "no-recall", 0, NULL, OPT_NO_RECALL,
+	  "do not answer ahead what the last build of the same\n"
+	  "sandbox asked, nor keep what this one asks\n"
+	  "(docs/verdict-cache.md, Recalled keys);\n"
+	  "KILN_TRACE_NO_RECALL=1 does the same" },
 	{ "stats", 0, NULL, OPT_STATS,
 	  "print the verdict cache's figures (hits, misses,\n"
 	  "round trips, listings, map size, entries) on stderr" },
@@ -162,7 +167,7 @@ struct opts {
 	const char *policy_file;
 	bool unknown_set;
 	enum policy_unknown unknown;
-	bool report_only, strict, quiet, no_refresh, no_cache, stats;
+	bool report_only, strict, quiet, no_refresh, no_cache, no_recall, stats;
 	const char *json, *log, *report;
 	const char *json_opt, *report_opt; /* how the user named them, for messages */
 	char *json_abs, *log_abs, *report_abs; /* owned copies made absolute */
@@ -252,6 +257,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case OPT_STRICT: o->strict = true; break;
 		case OPT_QUIET: o->quiet = true; break;
 		case OPT_NO_CACHE: o->no_cache = true; break;
+		case OPT_NO_RECALL: o->no_recall = true; break;
 		case OPT_NO_REFRESH: o->no_refresh = true; break;
 		case OPT_STATS: o->stats = true; break;
 		case OPT_JSON:
@@ -343,6 +349,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	const char *nc = getenv("KILN_TRACE_NO_CACHE");
 	if (nc && *nc && strcmp(nc, "0"))
 		o->no_cache = true;
+	const char *nr = getenv("KILN_TRACE_NO_RECALL");
+	if (nr && *nr && strcmp(nr, "0"))
+		o->no_recall = true;
 	if (!o->profile_set)
 		o->profile = o->control ? REGISTRY_PROFILE_CHROOT : REGISTRY_PROFILE_HOST;
 	if (o->nkeep_env && o->profile != REGISTRY_PROFILE_CHROOT)
@@ -414,6 +423,19 @@ static const char *invoking_home(void)
 		return h;
 	struct passwd *pw = getpwuid(getuid());
 	return pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
+}
+
+/* $XDG_CACHE_HOME/kiln/recall, else ~/.cache/kiln/recall; NULL when the
+ * home does not exist (sbuild's HOME=/sbuild-nonexistent: nothing is
+ * recalled, and nothing made there). */
+static const char *recall_dir(char *buf, size_t len)
+{
+	const char *cache = getenv("XDG_CACHE_HOME"), *home = invoking_home();
+	struct stat st;
+	int n = cache && cache[0] == '/' ? snprintf(buf, len, "%s/kiln/recall", cache)
+	      : home && stat(home, &st) == 0 && S_ISDIR(st.st_mode)
+		      ? snprintf(buf, len, "%s/.cache/kiln/recall", home) : -1;
+	return n > 0 && (size_t)n < len ? buf : NULL;
 }
 
 static int build_policy(const struct opts *o, const struct cli_config *cfg, const char *cwd,
@@ -641,6 +663,7 @@ static int run_trace(struct opts *op)
 			dup2(null, 0);
 			close(null);
 		}
+		char recall_buf[PATH_MAX];
 		char **benv = o.profile == REGISTRY_PROFILE_CHROOT
 				      ? buildenv_sbuild(environ, o.keep_env, o.nkeep_env) : NULL;
 		const char *build_path = getenv("PATH");
@@ -658,6 +681,7 @@ static int run_trace(struct opts *op)
 			.json_name = json_name, .log_name = log_name, .quiet = o.quiet, .strict = o.strict,
 			.build_path = build_path,
 			.stats = o.stats, .cache = o.no_cache || o.report_only ? NULL : cache,
+			.recall_dir = o.no_recall ? NULL : recall_dir(recall_buf, sizeof recall_buf),
 		};
 		int rc = trace_server_main(&cfg, ready[1], life[0]);
 		free(benv);

@@ -333,7 +333,8 @@ int kiln_server_run(int listen_fd, int lifeline_fd, const struct kiln_service *s
 	}
 	int tick_ms = svc->tick && svc->tick_ms > 0 ? svc->tick_ms : -1;
 	long long last_tick = now_ms();
-	bool work = false; /* svc->idle may have some */
+	/* svc->idle may have some, from the start */
+	bool work = svc->idle && (!svc->idle_pending || svc->idle_pending(svc->ctx));
 	for (bool stop = false; !stop;) {
 		struct epoll_event evs[64];
 		int n = epoll_wait(l.ep, evs, 64, work ? 0 : tick_ms);

@@ -17,6 +17,10 @@
  * every name there the AREA verdict ALLOW (a fresh temporary file), is
  * answered the same way once the access is written into the access log.
  *
+ * A recalled value (a key the last build of the same sandbox asked, put in
+ * before anyone asked it) is used only after its bit in the recall bitmap is
+ * set: how the server hears that the path was used.
+ *
  * Statistics go to a separate, client-writable file (sharded counters and a
  * pid bitmap): relaxed atomic adds on a cache line shared only with the
  * threads of the same shard, which is chosen by thread id (a process's first
@@ -44,6 +48,8 @@ static KT_HOT uint64_t *pid_bits;
 static KT_HOT uint64_t pid_words;
 static KT_HOT struct vc_log_slot *log_slots;
 static KT_HOT uint64_t log_nslots;
+static KT_HOT uint64_t *recall_words;
+static KT_HOT uint64_t recall_nbits;
 /* This thread's shard + 1 (0: not chosen yet). Per thread, not per
  * process: two threads adding to one cache line take turns owning it, a
  * line transfer between cores on every hit. */
@@ -129,6 +135,13 @@ static void attach_counters(const char *path)
 		log_slots = (struct vc_log_slot *)(addr + (long)off);
 		log_nslots = ns;
 	}
+	off = __atomic_load_n(&c->recall_off, __ATOMIC_RELAXED);
+	uint64_t nb = __atomic_load_n(&c->recall_bits, __ATOMIC_RELAXED);
+	if (off >= vc_counters_size(pid_words) && off % 8 == 0 && off <= (uint64_t)st.st_size &&
+	    nb <= VC_RECALL_MAX && (nb + 63) / 64 <= ((uint64_t)st.st_size - off) / 8) {
+		recall_words = (uint64_t *)(addr + (long)off);
+		recall_nbits = nb;
+	}
 	ctr = c;
 	mark_pid(kt_getpid());
 }
@@ -157,7 +170,7 @@ static struct shmmap *attach(void)
 	map.own_fd = 1;
 	if (map.tag != VC_TAG) {
 		shmmap_detach(&map);
-		say_off(path, "not a kiln verdict cache of format 1");
+		say_off(path, "not a kiln verdict cache of format 2");
 		return NULL;
 	}
 	attach_counters(path);
@@ -318,6 +331,19 @@ int kt_cache_absent(const char *path, int nofollow, int through_symlinks)
 	       (r == -ELOOP && through_symlinks && open_following(path, nofollow) == -ENOENT);
 }
 
+/* A recalled value may be used once its key's bit is set (the first user
+ * sets it): 0 when there is no bitmap to set it in, and the caller asks. */
+static int recall_told(uint64_t v)
+{
+	uint32_t i = vc_recall_index(v);
+	if (!recall_words || i >= recall_nbits)
+		return 0;
+	uint64_t bit = 1ull << (i % 64), *w = &recall_words[i / 64];
+	if (!(__atomic_load_n(w, __ATOMIC_RELAXED) & bit))
+		__atomic_fetch_or(w, bit, __ATOMIC_RELAXED);
+	return 1;
+}
+
 /* 1 with key's well-formed value, its kind and answer; 0 when the key is
  * absent or could not be built (klen 0), or its value is garbage. */
 static int value_of(struct shmmap *m, const char *key, size_t klen, uint64_t *v, unsigned *kind,
@@ -400,7 +426,8 @@ int kt_cache_ask(char *abs, size_t plen, unsigned access, unsigned qflags, int b
 			goto hit_allow;
 		goto miss;
 	}
-	if (!vc_parse(v, &kind, &ans) || ans > KILN_V_DENY)
+	if (!vc_parse(v, &kind, &ans) || ans > KILN_V_DENY ||
+	    ((vc_flags(v) & VC_F_RECALLED) && !recall_told(v)))
 		goto miss;
 	*how = KILN_BIND_ANY;
 	if (kind == VC_AREA) {
@@ -432,7 +459,8 @@ int kt_cache_exec_plain(char *abs, size_t plen, unsigned qflags)
 	uint64_t v;
 	unsigned kind, ans;
 	int plain = value_of(m, abs, klen, &v, &kind, &ans) &&
-		    kind == VC_STABLE && ans == KILN_V_ALLOW && (vc_flags(v) & VC_F_PLAIN_EXEC);
+		    kind == VC_STABLE && ans == KILN_V_ALLOW && (vc_flags(v) & VC_F_PLAIN_EXEC) &&
+		    (!(vc_flags(v) & VC_F_RECALLED) || recall_told(v));
 	abs[plen] = '\0';
 	if (!plain)
 		return 0;

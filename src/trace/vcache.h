@@ -22,7 +22,7 @@
 
 #include "shm/shmmap.h"
 
-#define VC_FORMAT 1u
+#define VC_FORMAT 2u
 /* The map's header tag (shmmap_params.tag): "kilnvc" and the format. A
  * client checks it in the header copy its attach reads anyway, where a
  * marker key cost a lookup: two page faults in every new process. */
@@ -31,8 +31,9 @@
 #define VC_COUNTERS_SUFFIX ".stats"  /* the statistics file: map path + this */
 
 /* Value: magic in the top 16 bits (a value without it is garbage: the
- * client asks the server instead), flags in bits 16..23, the kind in bits
- * 8..15, the answer in bits 0..7. */
+ * client asks the server instead), a recalled key's number in bits 24..47
+ * (VC_F_RECALLED; else 0), flags in bits 16..23, the kind in bits 8..15,
+ * the answer in bits 0..7. */
 #define VC_VALUE_MAGIC 0x564bull
 
 enum vc_kind {
@@ -54,8 +55,15 @@ enum {
 	 * an interpreter kiln checks), neither set-id nor a #! script
 	 * (execfile.h: no facts). The exec check runs it by path at once. */
 	VC_F_PLAIN_EXEC = 1,
+	/* A STABLE ALLOW the server put in before anyone asked, because the
+	 * last build of the same sandbox asked it (docs/verdict-cache.md,
+	 * Recalled keys). The first process to use it sets the key's bit in the
+	 * statistics file's recall bitmap (vc_recall_index), which is how the
+	 * server learns that the path was used; without that bitmap, a miss. */
+	VC_F_RECALLED = 2,
 };
-#define VC_F_KNOWN VC_F_PLAIN_EXEC
+#define VC_F_KNOWN (VC_F_PLAIN_EXEC | VC_F_RECALLED)
+#define VC_RECALL_MAX (1u << 24) /* numbers of recalled keys: bits 24..47 */
 
 static inline uint64_t vc_value_flags(unsigned kind, unsigned answer, unsigned flags)
 {
@@ -72,12 +80,22 @@ static inline unsigned vc_flags(uint64_t v)
 {
 	return (unsigned)(v >> 16) & 0xff;
 }
+static inline uint64_t vc_value_recalled(unsigned answer, unsigned flags, uint32_t index)
+{
+	return vc_value_flags(VC_STABLE, answer, flags | VC_F_RECALLED) |
+	       ((uint64_t)(index & (VC_RECALL_MAX - 1)) << 24);
+}
+static inline uint32_t vc_recall_index(uint64_t v)
+{
+	return (uint32_t)(v >> 24) & (VC_RECALL_MAX - 1);
+}
 
 /* 1 and the kind and answer of a well-formed value, else 0. Flags are only
- * on STABLE values, and only known ones. */
+ * on STABLE values, and only known ones; a number only with VC_F_RECALLED. */
 static inline int vc_parse(uint64_t v, unsigned *kind, unsigned *answer)
 {
-	if ((v >> 48) != VC_VALUE_MAGIC || (v & 0xffffff000000ull) || (vc_flags(v) & ~VC_F_KNOWN))
+	if ((v >> 48) != VC_VALUE_MAGIC || (vc_flags(v) & ~VC_F_KNOWN) ||
+	    ((v & 0xffffff000000ull) && !(vc_flags(v) & VC_F_RECALLED)))
 		return 0;
 	*kind = (unsigned)(v >> 8) & 0xff;
 	*answer = (unsigned)v & 0xff;
@@ -189,7 +207,9 @@ struct vc_counters {
 	uint64_t log_off;      /* byte offset of the access log's slots in the file */
 	uint64_t log_slots;    /* how many */
 	uint64_t log_next;     /* the next free slot (clients fetch_add it) */
-	uint64_t pad[3];
+	uint64_t recall_off;   /* byte offset of the recall bitmap (0: none) */
+	uint64_t recall_bits;  /* its bits: one per recalled key, set by its first user */
+	uint64_t pad[1];
 	struct vc_shard shard[VC_SHARDS];
 	/* uint64_t pid_bits[pid_words] follows */
 };
@@ -233,6 +253,18 @@ static inline uint32_t vc_log_commit(unsigned access, unsigned qflags)
 static inline size_t vc_log_offset(uint64_t pid_words)
 {
 	return (vc_counters_size(pid_words) + 4095) & ~(size_t)4095;
+}
+
+/* ---- the recall bitmap --------------------------------------------------------
+ *
+ * After the access log: bit i is set (fetch_or) by the first process that
+ * uses recalled key number i (VC_F_RECALLED), before it uses it; the server
+ * reads the bitmap as it reads the log and logs each newly set key's access
+ * as a round trip would have. A process killed before its fetch_or used
+ * nothing; one killed after it is logged. */
+static inline size_t vc_recall_offset(uint64_t pid_words)
+{
+	return vc_log_offset(pid_words) + (size_t)VC_LOG_SLOTS * VC_LOG_SLOT;
 }
 
 #endif

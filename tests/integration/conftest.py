@@ -22,6 +22,10 @@ def pytest_configure(config):
     # is --no-cache); set it either way so the caller's environment cannot
     # choose the mode.
     os.environ["KILN_TRACE_NO_CACHE"] = "1" if config.getoption("--kiln-no-cache") else "0"
+    # Nothing a test's build asked is recalled by another test's (or run's)
+    # next build, and nothing is kept in this user's cache directory:
+    # test_trace_recall.py turns recalling on, with a directory of its own.
+    os.environ["KILN_TRACE_NO_RECALL"] = "1"
     # No configuration file of this machine's or this user's applies to the
     # tests (man 5 kiln); test_config.py sets its own.
     os.environ["KILN_CONFIG"] = ""

@@ -58,7 +58,7 @@ def test_commands_and_help(complete):
 
 
 def test_options_come_from_the_commands_help(complete):
-    assert complete("trace", "--no-") == ["--no-cache", "--no-refresh"]
+    assert complete("trace", "--no-") == ["--no-cache", "--no-recall", "--no-refresh"]
     assert complete("trace", "--js") == ["--json"]
     assert complete("registry", "--ou") == ["--output"]
     assert complete("meta", "types", "x", "--for") == ["--format"]

@@ -75,11 +75,11 @@ def wait_for(path, proc, timeout=30):
         time.sleep(0.01)
 
 
-def run_paused(cmd, cwd, marker, release, timeout=30):
+def run_paused(cmd, cwd, marker, release, timeout=30, env=None):
     """Runs `cmd` (a kiln trace); once the traced command has written
     `marker`, calls release(); returns (returncode, stdout, stderr)."""
     p = subprocess.Popen([str(c) for c in cmd], cwd=cwd, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, text=True, env=env)
     try:
         wait_for(marker, p, timeout)
         release()
@@ -105,8 +105,9 @@ def test_repeated_questions_hit_the_cache(world, kiln_bin, helper, trace_cached)
     assert r.returncode == 0, r.stderr
     c = cache_json(b / "r.json")["cache"]
     assert set(c) == {"enabled", "hits", "misses", "round_trips", "notes", "ahead", "logged",
-                      "listings", "map_bytes", "entries"}
+                      "recalled", "recall_used", "listings", "map_bytes", "entries"}
     assert re.search(r"verdict cache (on|off)", r.stderr)
+    assert f"recalled     {c['recalled']} " in r.stderr and c["recalled"] == 0
     assert f"round trips  {c['round_trips']} " in r.stderr
     assert f"notes        {c['notes']} " in r.stderr
     r2 = traced_sh(kiln_bin, world, script, "--no-cache", "--json", "-o", b / "n.json")
@@ -655,11 +656,17 @@ def unescape(s):
     return re.sub(rb"\\x([0-9a-f]{2})", lambda m: bytes([int(m.group(1), 16)]), s.encode())
 
 
-@pytest.mark.parametrize("layout", ["build-dir", "managed"])
+@pytest.mark.parametrize("layout", ["build-dir", "managed", "managed-recalled"])
 def test_chaos_killed_clients_leave_a_valid_map_of_fresh_answers(world, kiln_bin, helper,
                                                                 trace_cached, layout):
+    """managed-recalled: a rebuild (test_trace_recall.py), whose STABLE
+    answers a run before put in before anyone asks, each with its number
+    (VC_F_RECALLED) for its first user to set a bit."""
     b, inc, lib = world.build, world.inc, world.lib
-    extra = managed(world) if layout == "managed" else []
+    extra = managed(world) if layout.startswith("managed") else []
+    env = None
+    if layout == "managed-recalled":
+        env = dict(os.environ, KILN_TRACE_NO_RECALL="0", XDG_CACHE_HOME=str(world.tmp / "xdg"))
     (b / "src").mkdir()
     for i in range(12):
         (b / "src" / f"f{i}.c").write_text("x\n")
@@ -677,9 +684,13 @@ def test_chaos_killed_clients_leave_a_valid_map_of_fresh_answers(world, kiln_bin
         if keep.read_text():
             shutil.copyfile(keep.read_text(), saved)
         (b / "keep.done").write_text("")
+    if env:
+        warm = run([kiln_bin, "trace", *world.args, *extra, "--", helper("hammer"), 1, 1, *paths],
+                   cwd=b, env=env)
+        assert warm.returncode == 0, warm.stderr
     rc, out, err = run_paused([kiln_bin, "trace", *world.args, *extra, "--stats", "--", "python3",
                                "chaos.py", helper("hammer"), outdir, keep, *paths], b, keep, release,
-                              120)
+                              120, env)
     assert rc == 0, err
     mapfile = keep.read_text()
     # Every survivor saw one answer per path, the same as every other.
@@ -707,7 +718,7 @@ def test_chaos_killed_clients_leave_a_valid_map_of_fresh_answers(world, kiln_bin
                    env=dict(os.environ, KILN_TRACE_NO_MEMO="1"))
     try:
         c = tp.Client(t.socket).handshake()
-        checked = names_checked = plain_execs = 0
+        checked = names_checked = plain_execs = recalled = 0
         for value, key in entries:
             assert value >> 48 == 0x564B, hex(value)
             kind, answer = (value >> 8) & 0xFF, value & 0xFF
@@ -722,8 +733,16 @@ def test_chaos_killed_clients_leave_a_valid_map_of_fresh_answers(world, kiln_bin
             if rest[:1] == b"V":
                 access, qflags = rest[1], rest[2]
                 assert c.ask(path, access, qflags) == answer, (path, access, qflags, kind)
-                # the exec facts (vcache.h: VC_F_PLAIN_EXEC) are the file's
+                # the exec facts (vcache.h: VC_F_PLAIN_EXEC) are the file's;
+                # a recalled key's number only on a STABLE ALLOW with
+                # VC_F_RECALLED, only in a rebuild
                 flags = (value >> 16) & 0xFF
+                if flags & 2:
+                    assert env and kind == 1 and answer == tp.ALLOW, (path, access, kind)
+                    recalled += 1
+                    flags &= ~2
+                else:
+                    assert value >> 24 & 0xFFFFFF == 0, hex(value)
                 if kind == 1 and access == tp.EXEC and answer == tp.ALLOW:
                     assert flags == plain_exec(path, qflags & 1), (path, flags)
                     plain_execs += flags
@@ -753,5 +772,6 @@ def test_chaos_killed_clients_leave_a_valid_map_of_fresh_answers(world, kiln_bin
         assert checked == len(entries)
         assert names_checked > 0   # src/ and missing/ get 'S' values
         assert plain_execs > 0     # python3 and the hammer, at least
+        assert (recalled > 0) == bool(env), recalled
     finally:
         t.finish()

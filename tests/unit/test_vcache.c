@@ -24,6 +24,7 @@
 
 #include "fake_oracle.h"
 #include "trace/kt.h"
+#include "trace/service/recall.h"
 #include "trace/service/verdict_cache.h"
 
 static char top[PATH_MAX], btop[PATH_MAX], err[1024];
@@ -102,7 +103,7 @@ static int setup(void **state)
 	assert_int_equal(policy_add(&pol, POLICY_DENY, at("/build/secret"), err, sizeof err), 0);
 	policy_compile(&pol);
 	sandbox_init(&sbx, &pol, (struct sbx_oracle){ NULL, fake_owner_by_name });
-	assert_int_equal(verdict_cache_create(&vc, at("/run/verdicts"), &sbx, err, sizeof err), 0);
+	assert_int_equal(verdict_cache_create(&vc, at("/run/verdicts"), &sbx, 64, err, sizeof err), 0);
 	kt_init();
 	return 0;
 }
@@ -569,6 +570,130 @@ static void test_counters_and_pids(void **state)
 	assert_true(kt_is_kiln_fd(fd));
 }
 
+static char used_paths[8][PATH_MAX];
+static size_t nused;
+
+static void used(void *ctx, const char *path, unsigned access)
+{
+	(void)ctx;
+	assert_true(nused < 8);
+	snprintf(used_paths[nused++], PATH_MAX, "%s %u", path, access);
+}
+
+/* The last build's keys (recall.h): decided afresh, only STABLE ALLOWs put
+ * in, each logged once when a client first uses it; the file the next
+ * build reads holds what this one used and asked. */
+static void test_recalled_keys(void **state)
+{
+	(void)state;
+	struct recall r;
+	char text[4 * PATH_MAX], file[PATH_MAX + 64];
+	assert_int_equal(mkdir(at("/run/recall"), 0700), 0);
+	snprintf(file, sizeof file, "%s/%016llx", at("/run/recall"), 0xaf63f54c86021707ull);
+	/* "x": the file's name is the identity's FNV-1a hash */
+	snprintf(text, sizeof text,
+		 "kiln-recall 1\n2 0 %s\n1 0 %s\n1 1 %s\n2 0 %s\n1 0 %s\n",
+		 at("/managed/recalled.h"), at("/managed/foreign2.h"), at("/managed/none.h"),
+		 at("/build/recall.c"), at("/managed/claimed.h"));
+	touch("/managed/recalled.h");
+	touch("/managed/foreign2.h");
+	touch("/build/recall.c");
+	touch("/managed/claimed.h");
+	FILE *f = fopen(file, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	assert_int_equal(recall_open(&r, at("/run/recall"), "x", 1, err, sizeof err), 0);
+	assert_int_equal(r.n, 5);
+	assert_int_equal(recall_ahead(&r, &sbx, &vc, 2), 3);
+	assert_int_equal(recall_ahead(&r, &sbx, &vc, 16), 0);
+	/* hidden (foreign2.h) and not STABLE (the build directory): left for
+	 * their first asker */
+	assert_int_equal(r.put, 3);
+	assert_false(map_has_verdict(at("/managed/foreign2.h"), KILN_A_STAT, 0));
+	assert_false(map_has_verdict(at("/build/recall.c"), KILN_A_READ, 0));
+	assert_int_equal(recall_read(&r, &vc, used, NULL), 0);
+
+	int v = -1;
+	assert_int_equal(client_ask(at("/managed/recalled.h"), KILN_A_READ, 0, &v), 1);
+	assert_int_equal(v, KILN_V_ALLOW);
+	assert_int_equal(client_ask(at("/managed/recalled.h"), KILN_A_READ, 0, &v), 1);
+	assert_int_equal(client_ask(at("/managed/none.h"), KILN_A_STAT, KILN_Q_NOFOLLOW, &v), 1);
+	assert_int_equal(recall_read(&r, &vc, used, NULL), 2);
+	assert_int_equal(nused, 2);
+	snprintf(text, sizeof text, "%s %u", at("/managed/recalled.h"), KILN_A_READ);
+	assert_string_equal(used_paths[0], text);
+	assert_int_equal(recall_read(&r, &vc, used, NULL), 0);
+	assert_int_equal(client_ask(at("/managed/recalled.h"), KILN_A_READ, 0, &v), 1);
+	assert_int_equal(recall_read(&r, &vc, used, NULL), 0);
+
+	/* A question that reached the server about a recalled key nobody used
+	 * (it missed before the key went in): claimed once, then not logged
+	 * again when a client uses it. */
+	assert_true(recall_claim(&r, &vc, at("/managed/claimed.h"), KILN_A_STAT, 0));
+	assert_false(recall_claim(&r, &vc, at("/managed/claimed.h"), KILN_A_STAT, 0));
+	assert_false(recall_claim(&r, &vc, at("/managed/recalled.h"), KILN_A_READ, 0));
+	assert_false(recall_claim(&r, &vc, at("/managed/a.h"), KILN_A_READ, 0)); /* not recalled */
+	assert_int_equal(client_ask(at("/managed/claimed.h"), KILN_A_STAT, 0, &v), 1);
+	assert_int_equal(recall_read(&r, &vc, used, NULL), 0);
+
+	/* A recalled value whose number has no bit: a miss, never an unlogged
+	 * hit. */
+	char key[SHMMAP_MAX_KEY];
+	uint64_t winner;
+	const char *b = at("/managed/b.h");
+	assert_int_equal(shmmap_insert(&vc.map, key, vc_key_verdict(key, b, strlen(b), KILN_A_READ, 0),
+				       vc_value_recalled(KILN_V_ALLOW, 0, 64), &winner),
+			 SHMMAP_INSERTED);
+	assert_int_equal(client_ask(b, KILN_A_READ, 0, &v), 0);
+	unsigned kind, ans;
+	assert_true(vc_parse(vc_value_recalled(KILN_V_ALLOW, 0, 5), &kind, &ans));
+	assert_int_equal(vc_recall_index(vc_value_recalled(KILN_V_ALLOW, 0, 5)), 5);
+	assert_false(vc_parse(vc_value(VC_AREA, 0) | (uint64_t)VC_F_RECALLED << 16, &kind, &ans));
+
+	/* Saved: the keys used (in their order), then those asked, once each. */
+	recall_remember(&r, at("/managed/a.h"), KILN_A_READ, 0);
+	recall_remember(&r, at("/managed/recalled.h"), KILN_A_READ, 0);
+	recall_remember(&r, at("/managed/x.h"), KILN_A_WRITE, 0); /* never a recalled key */
+	assert_int_equal(recall_save(&r, err, sizeof err), 0);
+	recall_free(&r);
+	f = fopen(file, "r");
+	assert_non_null(f);
+	size_t n = fread(text, 1, sizeof text - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	char want[4 * PATH_MAX];
+	snprintf(want, sizeof want, "kiln-recall 1\n2 0 %s\n1 1 %s\n1 0 %s\n2 0 %s\n",
+		 at("/managed/recalled.h"), at("/managed/none.h"), at("/managed/claimed.h"),
+		 at("/managed/a.h"));
+	assert_string_equal(text, want);
+
+	/* Not a recall file, or a line that is no key: ignored, said. */
+	static const char *const bad[] = {
+		"kiln-recall 2\n", "kiln-recall 1\n1 0 relative\n", "kiln-recall 1\n4 0 /usr/x\n",
+		"kiln-recall 1\n1 8 /usr/x\n", "kiln-recall 1\n1 0 /usr/x", "kiln-recall 1\n1 /usr/x\n",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		f = fopen(file, "w");
+		fputs(bad[i], f);
+		fclose(f);
+		err[0] = '\0';
+		assert_int_equal(recall_open(&r, at("/run/recall"), "x", 1, err, sizeof err), 1);
+		assert_int_equal(r.n, 0);
+		assert_non_null(strstr(err, file));
+		recall_free(&r);
+	}
+	unlink(file);
+	assert_int_equal(mkfifo(file, 0600), 0); /* not a regular file: never waited on */
+	assert_int_equal(recall_open(&r, at("/run/recall"), "x", 1, err, sizeof err), 1);
+	assert_int_equal(recall_save(&r, err, sizeof err), -1);
+	recall_free(&r);
+	unlink(file);
+	assert_int_equal(recall_open(&r, at("/run/recall"), "x", 1, err, sizeof err), 0);
+	assert_int_equal(r.n, 0);
+	recall_free(&r);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -594,6 +719,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_build_directory_inside_a_hidden_home),
 		cmocka_unit_test(test_listings),
 		cmocka_unit_test(test_counters_and_pids),
+		cmocka_unit_test(test_recalled_keys),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

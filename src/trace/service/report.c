@@ -412,7 +412,8 @@ done:
 
 unsigned long tracelog_round_trips(const struct tracelog *t)
 {
-	return t->queries + t->dir_queries - (unsigned long)t->cache.notes_decided;
+	return t->queries + t->dir_queries - (unsigned long)t->cache.notes_decided -
+	       (unsigned long)t->cache.recall_used;
 }
 
 /* How the server held the registry: the JSON report's name, --stats's line. */
@@ -435,12 +436,15 @@ void tracelog_write_stats(const struct tracelog *t, FILE *out)
 		asked ? 100.0 * (double)c->hits / (double)asked : 0.0, asked);
 	fprintf(out, "  misses       %" PRIu64 "\n", c->misses);
 	fprintf(out, "  round trips  %lu (%lu path queries, %lu listings)\n", tracelog_round_trips(t),
-		t->queries - (unsigned long)c->notes_decided, t->dir_queries);
+		t->queries - (unsigned long)c->notes_decided - (unsigned long)c->recall_used,
+		t->dir_queries);
 	fprintf(out, "  notes        %" PRIu64 " (absent paths the processes answered themselves,\n"
 		     "               and %" PRIu64 " questions an earlier round trip answered ahead)\n",
 		c->notes, c->ahead);
 	fprintf(out, "  logged       %" PRIu64 " (fresh names answered from directory values)\n",
 		c->logged);
+	fprintf(out, "  recalled     %" PRIu64 " (the last build's questions answered before they were\n"
+		     "               asked; %" PRIu64 " of them used)\n", c->recalled, c->recall_used);
 	fprintf(out, "  listings     %" PRIu64 " answered from the cache\n", c->listings);
 	fprintf(out, "  map          %" PRIu64 " bytes, %" PRIu64 " entries\n", c->map_bytes, c->entries);
 	fprintf(out, "  processes    %zu\n", tracelog_processes(t));
@@ -770,9 +774,10 @@ int tracelog_write_json(const struct tracelog *t, const struct trace_diagnosis *
 	const struct trace_cache_figures *c = &t->cache;
 	fprintf(f, "\"cache\":{\"enabled\":%s,\"hits\":%" PRIu64 ",\"misses\":%" PRIu64
 		",\"round_trips\":%lu,\"notes\":%" PRIu64 ",\"ahead\":%" PRIu64 ",\"logged\":%" PRIu64
+		",\"recalled\":%" PRIu64 ",\"recall_used\":%" PRIu64
 		",\"listings\":%" PRIu64 ",\"map_bytes\":%" PRIu64 ",\"entries\":%" PRIu64 "}}\n",
 		c->enabled ? "true" : "false", c->hits, c->misses, tracelog_round_trips(t), c->notes,
-		c->ahead, c->logged, c->listings, c->map_bytes, c->entries);
+		c->ahead, c->logged, c->recalled, c->recall_used, c->listings, c->map_bytes, c->entries);
 	free(hid);
 	free(ref);
 	free(unk);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "ipc/msg.h"
+#include "trace/service/recall.h"
 #include "trace/service/unused.h"
 
 #define ACCESS_ALL 0x7fu
@@ -106,11 +107,16 @@ static bool caching(const struct trace_service *ts)
 	return ts->vc && !ts->report_only;
 }
 
-/* The decision for a QUERY or a NOTE about ts->path, logged. */
+/* The decision for a QUERY or a NOTE about ts->path, logged; a STABLE ALLOW
+ * that is no finding is kept for the next build to recall. */
 static void decide(struct trace_service *ts, int client, const struct kiln_query *q)
 {
+	const struct sbx_decision *d = &ts->dec;
 	sandbox_decide(&ts->sbx, client_pid(ts, client), ts->path, q->access, q->qflags, &ts->dec);
-	tracelog_query(&ts->log, client, ts->path, q->access, &ts->dec);
+	tracelog_query(&ts->log, client, ts->path, q->access, d);
+	if (ts->recall && d->stable && d->verdict == KILN_V_ALLOW && d->reason == SBX_OK &&
+	    !d->unknown)
+		recall_remember(ts->recall, ts->path, q->access, q->qflags);
 }
 
 /* The other read class (STAT or READ) of a STAT or READ question whose ALLOW
@@ -150,6 +156,9 @@ static int on_query(struct trace_service *ts, int client, int fd, const char *pa
 	/* Before the answer: the asker's next identical question is a hit. */
 	if (caching(ts))
 		verdict_cache_query(ts->vc, ts->path, q.access, q.qflags, &ts->dec);
+	/* Recalled meanwhile (it missed before): logged now, not again on use. */
+	if (ts->recall)
+		recall_claim(ts->recall, ts->vc, ts->path, q.access, q.qflags);
 	return kiln_msg_send(fd, KILN_MSG_VERDICT, &v, sizeof v, NULL, 0, MSG_DONTWAIT);
 }
 
@@ -165,8 +174,11 @@ static int on_note(struct trace_service *ts, int client, const char *payload, si
 		return -1;
 	ts->log.cache.notes++;
 	/* Told again before the first one was read (by this process or
-	 * another): the answer is in the map already, as for a hit. */
-	if (caching(ts) && verdict_cache_has(ts->vc, ts->path, q.access, q.qflags))
+	 * another): the answer is in the map already, as for a hit. Unless it
+	 * is there because it was recalled after the teller missed it, and
+	 * nobody used it yet: then this is its first asking. */
+	if (caching(ts) && verdict_cache_has(ts->vc, ts->path, q.access, q.qflags) &&
+	    !(ts->recall && recall_claim(ts->recall, ts->vc, ts->path, q.access, q.qflags)))
 		return 0;
 	ts->log.cache.notes_decided++;
 	decide(ts, client, &q);
@@ -440,10 +452,22 @@ static void logged_access(void *ctx, pid_t pid, const char *path, unsigned acces
 	tracelog_seen(ctx, -1, path, access, &d);
 }
 
+/* A recalled key a client used: logged as its round trip would have been
+ * (a STABLE ALLOW, no finding: who asked first is not needed). */
+static void recalled_access(void *ctx, const char *path, unsigned access)
+{
+	static const struct sbx_decision d = { .verdict = KILN_V_ALLOW, .reason = SBX_OK,
+					       .stable = true };
+	tracelog_query(ctx, -1, path, access, &d);
+}
+
 void trace_service_read_access_log(struct trace_service *ts)
 {
-	if (ts->vc)
-		verdict_cache_read_log(ts->vc, logged_access, &ts->log);
+	if (!ts->vc)
+		return;
+	verdict_cache_read_log(ts->vc, logged_access, &ts->log);
+	if (ts->recall)
+		recall_read(ts->recall, ts->vc, recalled_access, &ts->log);
 }
 
 static void tick(void *ctx)
@@ -451,11 +475,16 @@ static void tick(void *ctx)
 	trace_service_read_access_log(ctx);
 }
 
-/* A few paths at a time: a message that comes meanwhile waits for no more
- * than that (each is an lstat or two and an owner lookup, a few us). */
+/* A few keys or paths at a time: a message that comes meanwhile waits for
+ * no more than that (each is a decision, or an lstat or two and an owner
+ * lookup: a few us). Recalled keys first: the build may ask them any
+ * moment. */
 static bool idle(void *ctx)
 {
 	struct trace_service *ts = ctx;
+	if (ts->recall && ts->vc && recall_left(ts->recall))
+		return recall_ahead(ts->recall, &ts->sbx, ts->vc, 16) > 0 ||
+		       (ts->touched && touched_left(ts->touched, &ts->log) > 0);
 	return ts->touched && touched_update(ts->touched, &ts->log, 16) > 0;
 }
 
@@ -464,7 +493,8 @@ static bool idle(void *ctx)
 static bool idle_pending(void *ctx)
 {
 	struct trace_service *ts = ctx;
-	return ts->touched && touched_left(ts->touched, &ts->log) > 0;
+	return (ts->recall && ts->vc && recall_left(ts->recall)) ||
+	       (ts->touched && touched_left(ts->touched, &ts->log) > 0);
 }
 
 struct kiln_service trace_service_hooks(struct trace_service *ts)

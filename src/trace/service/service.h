@@ -31,6 +31,9 @@ struct trace_service {
 	/* The packages the build touched, worked out while the server waits
 	 * (unused.h), or NULL: no unused Build-Depends to find. Not owned. */
 	struct touched *touched;
+	/* The last build's keys, answered before they are asked (recall.h), or
+	 * NULL. Not owned. */
+	struct recall *recall;
 };
 
 /* `policy` must be compiled and outlive the service. */

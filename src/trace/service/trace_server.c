@@ -18,6 +18,7 @@
 #include "trace/service/build_type.h"
 #include "trace/service/control.h"
 #include "trace/service/data_plans.h"
+#include "trace/service/recall.h"
 #include "trace/service/deps.h"
 #include "trace/service/diagnosis.h"
 #include "trace/service/postinst_dirs.h"
@@ -151,6 +152,20 @@ static int take_registry_copy(void *ctx, char *err, size_t errlen)
 	return registry_snapshot_take(ts->leased, err, errlen); /* once: then a no-op */
 }
 
+/* The last build's keys for this sandbox: the registry, the profile, the
+ * host architecture and the declared Build-Depends name it (recall.h).
+ * recall_open's return. */
+static int open_recall(struct recall *r, const struct trace_server_config *cfg,
+		       const char **declared, size_t ndeclared, char *err, size_t errlen)
+{
+	char id[8192];
+	size_t n = (size_t)snprintf(id, sizeof id, "%s\n%d\n%s\n", cfg->db, (int)cfg->profile,
+				    deps_host_arch());
+	for (size_t i = 0; i < ndeclared && n < sizeof id; i++)
+		n += (size_t)snprintf(id + n, sizeof id - n, "%s\n", declared[i]);
+	return recall_open(r, cfg->recall_dir, id, n < sizeof id ? n : sizeof id - 1, err, errlen);
+}
+
 int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int lifeline_fd)
 {
 	char err[1024];
@@ -161,6 +176,7 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	struct trace_service *ts = NULL;
 	struct verdict_cache vc = { 0 };
 	struct touched *touched = NULL;
+	struct recall recall = { 0 };
 	int listen_fd = -1, rc = TRACE_SERVER_FAILED;
 	pid_t kiln = getppid();
 
@@ -221,7 +237,16 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	ts->log.build_type_from = cfg->build_type_from;
 	ts->log.closure_size = closure.n;
 	if (cfg->cache && !cfg->report_only) {
-		if (verdict_cache_create(&vc, cfg->cache, &ts->sbx, err, sizeof err) < 0)
+		if (cfg->recall_dir) {
+			int r = open_recall(&recall, cfg, declared, ndeclared, err, sizeof err);
+			if (r < 0)
+				goto fail;
+			if (r > 0)
+				fprintf(stderr, "kiln trace: %s\n", err);
+			ts->recall = &recall;
+		}
+		if (verdict_cache_create(&vc, cfg->cache, &ts->sbx, (uint32_t)recall.n, err,
+					 sizeof err) < 0)
 			goto fail;
 		ts->vc = &vc;
 		ts->log.cache.enabled = true;
@@ -302,6 +327,8 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 		ts->log.cache.ahead = cs.ahead;
 		ts->log.cache.map_bytes = cs.map_bytes;
 		ts->log.cache.entries = cs.entries;
+		ts->log.cache.recalled = recall.put;
+		ts->log.cache.recall_used = recall.used;
 	}
 	char cwd[PATH_MAX];
 	struct trace_diagnosis diag;
@@ -347,6 +374,9 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	}
 	if (run < 0 || !intact)
 		rc = TRACE_SERVER_FAILED;
+	/* Only after a build that ran to its end (a hint: a failure is said, not fatal). */
+	if (ts->recall && st && recall_save(ts->recall, err, sizeof err) < 0)
+		fprintf(stderr, "kiln trace: not keeping this build's questions for the next: %s\n", err);
 	if (kiln_gone && trace_rundir_remove(cfg->rundir, err, sizeof err) < 0)
 		fprintf(stderr, "kiln trace: server: %s\n", err);
 	/* The process ends here: what the run held (the log, the memos, the
@@ -360,6 +390,7 @@ fail:
 		verdict_cache_close(&vc);
 	trace_service_free(ts);
 	touched_free(touched);
+	recall_free(&recall);
 	registry_pkgset_free(&closure);
 	free(declared);
 	dep_list_free(&control);

@@ -37,6 +37,7 @@ struct trace_server_config {
 	const char *socket;          /* where to listen */
 	const char *cache;           /* the verdict cache map to create, or NULL (--no-cache) */
 	bool stats;                  /* --stats: the cache's figures on stderr at the end */
+	const char *recall_dir;      /* where recalled keys are kept (recall.h), or NULL */
 	const char *rundir;          /* the private run directory (holds the socket) */
 	const char *const *locales;  /* locale names of the build's environment, planned at start */
 	size_t nlocales;             /* (docs/glibc-data.md, KILN_LOCALES) */

@@ -67,6 +67,8 @@ struct trace_cache_figures {
 	uint64_t ahead;  /* ... of which answered ahead by a round trip (untrusted) */
 	uint64_t notes_decided; /* ... of which the map did not hold the answer yet */
 	uint64_t logged; /* access-log slots believed ('S' answers) */
+	uint64_t recalled;    /* the last build's keys put in before anyone asked (recall.h) */
+	uint64_t recall_used; /* ... of which the build used (logged as queries) */
 };
 
 struct tracelog {

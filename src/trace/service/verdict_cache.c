@@ -28,11 +28,13 @@ static uint64_t pid_words(void)
 	return max / 64 + 1;
 }
 
-static int create_counters(struct verdict_cache *vc, const char *path, char *err, size_t errlen)
+static int create_counters(struct verdict_cache *vc, const char *path, uint32_t recall_bits,
+			   char *err, size_t errlen)
 {
 	uint64_t words = pid_words();
-	size_t log_off = vc_log_offset(words);
-	size_t len = log_off + (size_t)VC_LOG_SLOTS * VC_LOG_SLOT; /* sparse: pages as used */
+	size_t log_off = vc_log_offset(words), recall_off = vc_recall_offset(words);
+	/* sparse: pages as used */
+	size_t len = recall_off + ((size_t)recall_bits + 63) / 64 * sizeof(uint64_t);
 	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0 || ftruncate(fd, (off_t)len) < 0) {
 		snprintf(err, errlen, "%s: cannot create the cache statistics file: %s", path,
@@ -55,12 +57,18 @@ static int create_counters(struct verdict_cache *vc, const char *path, char *err
 	vc->ctr->log_off = log_off;
 	vc->ctr->log_slots = VC_LOG_SLOTS;
 	vc->log_off = log_off;
+	if (recall_bits) {
+		vc->ctr->recall_off = recall_off;
+		vc->ctr->recall_bits = recall_bits;
+		vc->recall = (uint64_t *)((char *)p + recall_off);
+		vc->recall_bits = recall_bits;
+	}
 	__atomic_store_n(&vc->ctr->magic, VC_COUNTERS_MAGIC, __ATOMIC_RELEASE);
 	return 0;
 }
 
 int verdict_cache_create(struct verdict_cache *vc, const char *path, struct sandbox *sbx,
-			 char *err, size_t errlen)
+			 uint32_t recall_bits, char *err, size_t errlen)
 {
 	*vc = (struct verdict_cache){ .policy = sbx->policy, .sbx = sbx };
 	/* A root of 2^14 slots (128 KiB), not the map's default 2^18 (2 MiB):
@@ -93,7 +101,9 @@ int verdict_cache_create(struct verdict_cache *vc, const char *path, struct sand
 		snprintf(err, errlen, "%s: path too long", path);
 		goto fail;
 	}
-	if (create_counters(vc, cpath, err, errlen) < 0)
+	if (recall_bits > VC_RECALL_MAX)
+		recall_bits = VC_RECALL_MAX;
+	if (create_counters(vc, cpath, recall_bits, err, errlen) < 0)
 		goto fail;
 	return 0;
 fail:
@@ -110,10 +120,11 @@ void verdict_cache_close(struct verdict_cache *vc)
 	vc->ctr = NULL;
 }
 
-static void put(struct verdict_cache *vc, const char *key, size_t klen, uint64_t value)
+/* Whether the value went in (a key holds its first value for the run). */
+static bool put(struct verdict_cache *vc, const char *key, size_t klen, uint64_t value)
 {
 	if (vc->stop || !klen)
-		return;
+		return false;
 	uint64_t winner;
 	enum shmmap_status st = shmmap_insert(&vc->map, key, klen, value, &winner);
 	if (st == SHMMAP_INSERTED)
@@ -122,6 +133,7 @@ static void put(struct verdict_cache *vc, const char *key, size_t klen, uint64_t
 		vc->full++;
 		vc->stop = true; /* clients ask the server for the rest: slower, never wrong */
 	}
+	return st == SHMMAP_INSERTED;
 }
 
 /* Under /proc, only what no process owns: /proc/filesystems, /proc/sys/...
@@ -339,6 +351,39 @@ void verdict_cache_query(struct verdict_cache *vc, const char *path, unsigned ac
 		if (area == KILN_V_ALLOW)
 			put_names(vc, path, access, qflags);
 	}
+}
+
+bool verdict_cache_recall(struct verdict_cache *vc, const char *path, unsigned access,
+			  unsigned qflags, const struct sbx_decision *d, uint32_t index)
+{
+	if (vc->stop || index >= vc->recall_bits || d->reason != SBX_OK || !d->stable ||
+	    d->verdict != KILN_V_ALLOW || d->unknown)
+		return false;
+	char key[SHMMAP_MAX_KEY];
+	size_t klen = vc_key_verdict(key, path, strlen(path), access, qflags);
+	if (!klen || verdict_cache_has(vc, path, access, qflags))
+		return false;
+	unsigned flags = access == KILN_A_EXEC ? exec_flags(path, qflags) : 0;
+	return put(vc, key, klen, vc_value_recalled(KILN_V_ALLOW, flags, index));
+}
+
+uint64_t *verdict_cache_recall_bitmap(const struct verdict_cache *vc, uint32_t *bits)
+{
+	*bits = vc->recall ? vc->recall_bits : 0;
+	return vc->recall;
+}
+
+long verdict_cache_recalled(const struct verdict_cache *vc, const char *path, unsigned access,
+			    unsigned qflags)
+{
+	char key[SHMMAP_MAX_KEY];
+	uint64_t v;
+	unsigned kind, ans;
+	size_t klen = vc_key_verdict(key, path, strlen(path), access, qflags);
+	if (!klen || !shmmap_lookup((struct shmmap *)&vc->map, key, klen, &v) ||
+	    !vc_parse(v, &kind, &ans) || !(vc_flags(v) & VC_F_RECALLED))
+		return -1;
+	return (long)vc_recall_index(v);
 }
 
 void verdict_cache_listing(struct verdict_cache *vc, const char *dir, const struct sbx_decision *d,

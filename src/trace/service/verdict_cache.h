@@ -38,13 +38,16 @@ struct verdict_cache {
 	unsigned char log_read[VC_LOG_SLOTS / 8]; /* access-log slots handled */
 	uint64_t log_from;       /* every slot below was handled */
 	uint64_t logged;         /* slots believed */
+	uint64_t *recall;        /* the recall bitmap (client-written), or NULL */
+	uint32_t recall_bits;
 };
 
 /* Creates the map at `path` (mode 0400: the server's fd is the only
- * writable one) and the statistics file at path + VC_COUNTERS_SUFFIX.
- * Returns 0, or -1 with a message naming the file in err. */
+ * writable one) and the statistics file at path + VC_COUNTERS_SUFFIX, with
+ * a recall bitmap of recall_bits bits (recall.h; 0: none). Returns 0, or -1
+ * with a message naming the file in err. */
 int verdict_cache_create(struct verdict_cache *vc, const char *path, struct sandbox *sbx,
-			 char *err, size_t errlen);
+			 uint32_t recall_bits, char *err, size_t errlen);
 void verdict_cache_close(struct verdict_cache *vc);
 
 /* Whether the map holds a value for this question's own key. */
@@ -55,6 +58,16 @@ bool verdict_cache_has(const struct verdict_cache *vc, const char *path, unsigne
 void verdict_cache_query(struct verdict_cache *vc, const char *path, unsigned access,
 			 unsigned qflags, const struct sbx_decision *d);
 
+/* Recalled key number `index` (recall.h), decided as d before anyone asked:
+ * put in as a STABLE ALLOW with its number when d is a STABLE ALLOW and no
+ * finding and nobody has put the key in yet. Whether it was. */
+bool verdict_cache_recall(struct verdict_cache *vc, const char *path, unsigned access,
+			  unsigned qflags, const struct sbx_decision *d, uint32_t index);
+/* The recall bitmap clients set bits in (NULL and 0 bits: none). */
+uint64_t *verdict_cache_recall_bitmap(const struct verdict_cache *vc, uint32_t *bits);
+/* The number of the recalled key the map holds for this question, or -1. */
+long verdict_cache_recalled(const struct verdict_cache *vc, const char *path, unsigned access,
+			    unsigned qflags);
 /* After a QUERY_DIR: the directory as asked and its decision (access LIST),
  * the message's `count` entries (validated: u16 length, name) and the answer
  * sent for each. */
