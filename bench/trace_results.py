@@ -16,17 +16,20 @@ VARIANTS = [
     ("plain", "plain"),
     ("empty", "empty LD_PRELOAD"),
     ("cached", "kiln trace"),
+    ("cold", "kiln trace --no-recall"),
     ("nocache", "kiln trace --no-cache"),
     ("fakeroot", "fakeroot"),
     ("pseudo", "pseudo"),
     ("strace", "strace -f -e trace=file"),
     ("chroot", "kiln trace, default profile"),
 ]
-# cached and nocache run with --profile host, in the environment every
+# cached, cold and nocache run with --profile host, in the environment every
 # variant gets; chroot is kiln trace as a maintainer runs it (the default
 # profile: the invoking user's home hidden, but for the way to the build
-# tree). Only make bench-trace-deb runs it by default.
-KILN_VARIANTS = ("cached", "nocache")
+# tree). Only make bench-trace-deb runs it by default. cached and chroot
+# recall what an untimed run before the rounds asked (a rebuild of the same
+# package); cold is a first build (--no-recall: nothing recalled).
+KILN_VARIANTS = ("cached", "cold", "nocache")
 # The other tools, for comparison: far from any target (fakeroot aside, many
 # times kiln's cost), so they may run in fewer rounds (--tool-rounds) and
 # leave the time to the rounds that decide the targets.
@@ -137,11 +140,13 @@ def build_summary(w, runs, processes=None):
             res[f"{w}_{v}_over_empty_lo_s"] = lo
             res[f"{w}_{v}_over_empty_hi_s"] = hi
             res[f"{w}_over_empty_confidence"] = cover
-    if "cached" in over and "nocache" in over and over["cached"] > 0:
-        res[f"{w}_added_ratio"] = over["nocache"] / over["cached"]
-        cached_hi = res[f"{w}_cached_over_empty_hi_s"]
-        if cached_hi > 0:
-            res[f"{w}_added_ratio_lo"] = max(0.0, res[f"{w}_nocache_over_empty_lo_s"]) / cached_hi
+    # hello_added_ratio (a rebuild), hello_cold_added_ratio (a first build)
+    for v, name in (("cached", "added_ratio"), ("cold", "cold_added_ratio")):
+        if v in over and "nocache" in over and over[v] > 0:
+            res[f"{w}_{name}"] = over["nocache"] / over[v]
+            hi = res[f"{w}_{v}_over_empty_hi_s"]
+            if hi > 0:
+                res[f"{w}_{name}_lo"] = max(0.0, res[f"{w}_nocache_over_empty_lo_s"]) / hi
     for v in REPORT_VARIANTS:
         rs = runs.get(v)
         if not rs:
@@ -177,7 +182,8 @@ def hit_rate_key(w, v):
 
 def compared_runs(runs):
     """(JSON name of the mismatch count, runs whose findings must agree)."""
-    groups = [("report_mismatches", runs.get("nocache", []) + runs.get("cached", [])),
+    groups = [("report_mismatches",
+               runs.get("nocache", []) + runs.get("cached", []) + runs.get("cold", [])),
               ("chroot_report_mismatches", runs.get("chroot", []))]
     return [(name, rs) for name, rs in groups if rs]
 
@@ -262,6 +268,13 @@ def build_table(w, title, runs, res):
                         else "; no ratio guaranteed" if lo is not None
                         else "; kiln's top is not above 0" if g(f"{w}_cached_over_empty_hi_s") <= 0
                         else ""))
+    cold = g(f"{w}_cold_over_empty_s")
+    if cold is not None and nocache is not None:
+        ratio, lo = g(f"{w}_cold_added_ratio"), g(f"{w}_cold_added_ratio_lo")
+        lines.append(f"  a first build (--no-recall): {cold:+.3f} s "
+                     f"({g(f'{w}_cold_over_empty_lo_s'):+.3f}..{g(f'{w}_cold_over_empty_hi_s'):+.3f})"
+                     + (f", {ratio:.1f}x" if ratio is not None else "")
+                     + (f", at least {lo:.1f}x" if lo is not None and lo > 0 else ""))
     return lines
 
 

@@ -139,6 +139,12 @@ def build_env(a):
     env = dict(e.split("=", 1) for e in p.stdout.decode().split("\0") if "=" in e)
     if env.get("PATH", "").split(":")[:2] != ["/usr/local/sbin", "/usr/local/bin"]:
         fail(f"{shlex.join(cmd)} did not print sbuild's environment (PATH={env.get('PATH')!r})")
+    # Where kiln keeps what a build asked, for the next build of the same
+    # sandbox to recall (sbuild's HOME does not exist): every variant gets
+    # the same environment.
+    env["XDG_CACHE_HOME"] = os.path.join(a.work, "xdg-cache")
+    shutil.rmtree(env["XDG_CACHE_HOME"], ignore_errors=True)
+    os.makedirs(env["XDG_CACHE_HOME"])
     return env
 
 
@@ -165,6 +171,8 @@ def kiln_cmd(a, variant, report, deps):
         cmd += ["--profile", "host"]
     if variant == "nocache":
         cmd.append("--no-cache")
+    if variant == "cold":
+        cmd.append("--no-recall")
     return cmd + ["--"]
 
 
@@ -429,6 +437,12 @@ def main():
         warm[w] = run_build(w, "count" if os.geteuid() == 0 else "plain", -1, a)
         say(f"  warm-up {w} (plain, untimed): {warm[w]['wall']:.2f} s wall, "
             f"{warm[w].get('pids', 'uncounted')} processes and threads created")
+        # A rebuild's: what this build asks, for the recalling variants.
+        for v in ("cached", "chroot"):
+            if v in variants:
+                r = run_build(w, v, -1, a)
+                say(f"  warm-up {w} ({v}, untimed): {r['wall']:.2f} s wall, "
+                    f"{r['cache']['round_trips']} round trips")
 
     runs = {w: {v: [] for v in variants} for w in WORKLOADS}
     micro = {m: [] for m in ("native", "cached", "nocache")} if not a.no_micro else {}

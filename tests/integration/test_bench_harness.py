@@ -43,15 +43,21 @@ def fake_runs(with_cache, walls=None):
     """Three rounds of every variant; plain 10 s wall, 8 s CPU, variant v
     takes (1 + i/10) times that, i its place in the list."""
     runs = {}
-    for i, (v, _) in enumerate(tr.VARIANTS):
+    # Each variant's factor by a fixed place (the first build, "cold", came
+    # last), not by its place in tr.VARIANTS, so the figures below hold.
+    place = ["plain", "empty", "cached", "nocache", "fakeroot", "pseudo", "strace", "chroot",
+             "cold"]
+    assert sorted(place) == sorted(v for v, _ in tr.VARIANTS)
+    for v, _ in tr.VARIANTS:
+        i = place.index(v)
         runs[v] = []
         for rnd in range(3):
             r = {"wall": 10.0 * (1 + i / 10) + rnd - 1, "cpu": 8.0 * (1 + i / 10)}
             if v in tr.REPORT_VARIANTS:
                 c = None
                 if with_cache:
-                    c = {"cached": cache(90, 10, 10, True), "chroot": cache(80, 20, 20, True)}.get(
-                        v, cache(0, 0, 300, False))
+                    c = {"cached": cache(90, 10, 10, True), "chroot": cache(80, 20, 20, True),
+                         "cold": cache(85, 15, 15, True)}.get(v, cache(0, 0, 300, False))
                 # the default profile hides the home too
                 hidden = ["/usr/include/sqlite3.h"] + (["/root/.profile"] if v == "chroot" else [])
                 r.update(tr.report_figures(report(cache=c, hidden=hidden)))
@@ -209,6 +215,29 @@ def test_time_kiln_adds_is_paired_by_round_against_the_empty_preload():
     del runs["empty"]
     res = tr.build_summary("hello", runs)
     assert "hello_cached_over_empty_s" not in res and "hello_added_ratio" not in res
+
+
+def test_a_first_build_is_measured_beside_a_rebuild():
+    # cold (--no-recall) is paired against the empty preload like cached,
+    # with its own ratio to --no-cache's addition, and its findings must
+    # agree with --no-cache's.
+    runs = fake_runs(with_cache=True)
+    for v, add in (("empty", [0.0, 5.0, 0.0]), ("cached", [1.0, 5.6, 0.8]),
+                   ("cold", [1.5, 6.2, 1.0]), ("nocache", [6.0, 10.5, 4.0])):
+        for r, a in zip(runs[v], add):
+            r["wall"] = 10.0 + a
+    res = tr.build_summary("hello", runs)
+    assert res["hello_cold_over_empty_s"] == pytest.approx(1.2)
+    assert res["hello_cold_added_ratio"] == pytest.approx(5.5 / 1.2)
+    assert res["hello_cold_added_ratio_lo"] == pytest.approx(4.0 / 1.5)
+    assert res["hello_added_ratio"] == pytest.approx(5.5 / 0.8)
+    assert res["hello_cold_hit_rate"] == pytest.approx(0.85)
+    table = "\n".join(tr.build_table("hello", "GNU hello", runs, res))
+    assert "kiln trace --no-recall" in table
+    assert "a first build (--no-recall): +1.200 s (+1.000..+1.500), 4.6x, at least 2.7x" in table
+    assert res["hello_report_mismatches"] == 0
+    runs["cold"][1]["findings"] = frozenset()
+    assert tr.build_summary("hello", runs)["hello_report_mismatches"] == 1
 
 
 def test_the_default_profile_variant_has_its_own_figures_and_findings():
