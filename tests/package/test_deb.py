@@ -72,6 +72,7 @@ def debs(tmp_path_factory):
 def kiln(debs, *args, **kw):
     env = kw.pop("env", dict(os.environ))
     env["KILN_CONFIG"] = ""
+    env["KILN_TRACE_NO_RECALL"] = "1"  # nothing kept in this user's cache directory
     env.pop("KILN_META_SOCKET", None)
     return run([debs["root"] / "usr/bin/kiln", *args], env=env, **kw)
 
