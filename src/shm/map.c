@@ -2,7 +2,8 @@
  *
  * A slot word is 0 (empty), an even record offset or an odd subtrie offset,
  * and only ever changes empty -> record or record -> subtrie; a record's
- * `next` only changes empty -> record. Everything is fully written before one
+ * `next` only changes empty -> record; a record's value changes only by
+ * shmmap_replace's CAS (readers load it once, atomically). Everything is fully written before one
  * release-CAS publishes it, so a process stopped or killed at any instruction
  * leaves at worst unreachable (leaked) bytes. Every offset read from the file
  * is bounds-checked against the bytes this process knows to be backed. */
@@ -76,9 +77,11 @@ static inline int same_key(const struct shmmap_record *r, uint32_t klen, const v
 enum walk { W_HIT, W_MISS, W_OTHER, W_CORRUPT };
 
 /* Searches the collision chain that starts at record `off` (all records in it
- * share one 128-bit hash). On a miss, *last is the chain's last record. */
+ * share one 128-bit hash). On a miss, *last is the chain's last record. On a
+ * hit, *rec (when rec is not NULL) is the record. */
 static enum walk chain_find(struct shmmap *m, uint64_t off, struct shmmap_hash h,
-			    const void *key, size_t len, uint64_t *value, uint64_t *last)
+			    const void *key, size_t len, uint64_t *value, uint64_t *last,
+			    struct shmmap_record **rec)
 {
 	for (int first = 1;; first = 0) {
 		uint32_t klen;
@@ -89,6 +92,8 @@ static enum walk chain_find(struct shmmap *m, uint64_t off, struct shmmap_hash h
 			return first ? W_OTHER : W_CORRUPT;
 		if (same_key(r, klen, key, len)) {
 			*value = __atomic_load_n(&r->value, __ATOMIC_RELAXED);
+			if (rec)
+				*rec = r;
 			return W_HIT;
 		}
 		*last = off;
@@ -109,8 +114,10 @@ static inline _Atomic uint64_t *bucket_of(const struct shmmap *m, struct shmmap_
 }
 
 /* Lookup below a bucket's overflow slot: a plain trie walk. */
-static int trie_lookup(struct shmmap *m, _Atomic uint64_t *bucket, struct shmmap_hash h,
-		       const void *key, size_t len, uint64_t *value)
+/* Inlined into the lookup, as when it had one caller. */
+static inline __attribute__((always_inline)) int
+trie_lookup(struct shmmap *m, _Atomic uint64_t *bucket, struct shmmap_hash h, const void *key,
+	    size_t len, uint64_t *value, struct shmmap_record **rec)
 {
 	_Atomic uint64_t *slots = bucket + SHMMAP_PROBE_SLOTS;
 	uint64_t table = m->root_off;
@@ -135,12 +142,16 @@ static int trie_lookup(struct shmmap *m, _Atomic uint64_t *bucket, struct shmmap
 		if (w >> SHMMAP_OFF_BITS != shmmap_tag(h))
 			return 0; /* another hash's chain: miss without touching it */
 		uint64_t last = 0;
-		return chain_find(m, w & SHMMAP_OFF_MASK, h, key, len, value, &last) == W_HIT;
+		return chain_find(m, w & SHMMAP_OFF_MASK, h, key, len, value, &last, rec) == W_HIT;
 	}
 	return 0;
 }
 
-int shmmap_lookup(struct shmmap *m, const void *key, size_t len, uint64_t *value)
+/* shmmap_lookup, and the record of the key when rec is not NULL (inlined
+ * into both: the lookup's copy, in the preload library's hot text, has rec
+ * NULL). */
+static inline __attribute__((always_inline)) int
+find(struct shmmap *m, const void *key, size_t len, uint64_t *value, struct shmmap_record **rec)
 {
 	if (len > SHMMAP_MAX_KEY || !m->base)
 		return 0;
@@ -158,7 +169,7 @@ int shmmap_lookup(struct shmmap *m, const void *key, size_t len, uint64_t *value
 		if (w >> SHMMAP_OFF_BITS != tag)
 			continue; /* another hash: skip it without touching its record */
 		uint64_t last = 0;
-		switch (chain_find(m, w & SHMMAP_OFF_MASK, h, key, len, value, &last)) {
+		switch (chain_find(m, w & SHMMAP_OFF_MASK, h, key, len, value, &last, rec)) {
 		case W_HIT:
 			return 1;
 		case W_OTHER:
@@ -167,7 +178,23 @@ int shmmap_lookup(struct shmmap *m, const void *key, size_t len, uint64_t *value
 			return 0; /* every key of this hash is in this chain */
 		}
 	}
-	return trie_lookup(m, bucket, h, key, len, value);
+	return trie_lookup(m, bucket, h, key, len, value, rec);
+}
+
+int shmmap_lookup(struct shmmap *m, const void *key, size_t len, uint64_t *value)
+{
+	return find(m, key, len, value, NULL);
+}
+
+int shmmap_replace(struct shmmap *m, const void *key, size_t len, uint64_t expected,
+		   uint64_t value)
+{
+	uint64_t v;
+	struct shmmap_record *r = NULL;
+	if (!m->writable || !find(m, key, len, &v, &r) || !r)
+		return 0;
+	return __atomic_compare_exchange_n(&r->value, &expected, value, 0, __ATOMIC_RELEASE,
+					   __ATOMIC_RELAXED);
 }
 
 /* Makes the file back [0, end): grows it monotonically with fallocate (never
@@ -282,7 +309,7 @@ static int chain_insert(struct shmmap *m, uint64_t head_off, struct shmmap_hash 
 			uint64_t *winner)
 {
 	uint64_t found, last = 0;
-	enum walk r = chain_find(m, head_off, h, key, len, &found, &last);
+	enum walk r = chain_find(m, head_off, h, key, len, &found, &last, NULL);
 	if (r == W_CORRUPT || r == W_OTHER)
 		return SHMMAP_CORRUPT;
 	if (r == W_HIT) {

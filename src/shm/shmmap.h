@@ -118,6 +118,12 @@ int shmmap_lookup(struct shmmap *m, const void *key, size_t len, uint64_t *value
 enum shmmap_status shmmap_insert(struct shmmap *m, const void *key, size_t len,
 				 uint64_t value, uint64_t *winner);
 
+/* The writer's one change to a key's value: expected -> value, by a CAS
+ * (readers see one or the other). 1 when replaced; 0 when the key is
+ * absent, holds another value, or the map is attached read-only. */
+int shmmap_replace(struct shmmap *m, const void *key, size_t len, uint64_t expected,
+		   uint64_t value);
+
 const char *shmmap_status_name(enum shmmap_status s);
 
 /* Calls fn for every entry exactly once (order unspecified); stops early and

@@ -661,7 +661,8 @@ def test_chaos_killed_clients_leave_a_valid_map_of_fresh_answers(world, kiln_bin
                                                                 trace_cached, layout):
     """managed-recalled: a rebuild (test_trace_recall.py), whose STABLE
     answers a run before put in before anyone asks, each with its number
-    (VC_F_RECALLED) for its first user to set a bit."""
+    (VC_F_RECALLED) for its first user to set a bit, then replaced by the
+    plain answer once the server has logged that use."""
     b, inc, lib = world.build, world.inc, world.lib
     extra = managed(world) if layout.startswith("managed") else []
     env = None
@@ -772,6 +773,9 @@ def test_chaos_killed_clients_leave_a_valid_map_of_fresh_answers(world, kiln_bin
         assert checked == len(entries)
         assert names_checked > 0   # src/ and missing/ get 'S' values
         assert plain_execs > 0     # python3 and the hammer, at least
-        assert (recalled > 0) == bool(env), recalled
+        assert recalled == 0 or env, recalled
+        if env:
+            # values put in before anyone asked (most made plain once used)
+            assert int(re.search(r"recalled +(\d+) ", err).group(1)) > 0, err
     finally:
         t.finish()

@@ -179,6 +179,41 @@ static void fill_and_check(struct shmmap *m, int n, size_t spread)
 	assert_int_equal(c, n);
 }
 
+/* The writer's one change to a value: a CAS from the value it expects,
+ * seen by lookups, refused for another value, an absent key or a read-only
+ * handle; in a chain of one hash too. */
+static void replace_by_the_writer(void **state)
+{
+	struct fx *f = *state;
+	shmmap_test_set_hash(&f->m, const_hash); /* every key in one chain */
+	assert_int_equal(shmmap_insert(&f->m, "k", 1, 1, NULL), SHMMAP_INSERTED);
+	assert_int_equal(shmmap_replace(&f->m, "k", 1, 2, 3), 0);
+	assert_int_equal(get(&f->m, "k", 1), 1);
+	assert_int_equal(shmmap_replace(&f->m, "k", 1, 1, 3), 1);
+	assert_int_equal(get(&f->m, "k", 1), 3);
+	assert_int_equal(shmmap_replace(&f->m, "absent", 6, 0, 3), 0);
+	assert_int_equal(shmmap_lookup(&f->m, "absent", 6, &(uint64_t){ 0 }), 0);
+	struct shmmap ro;
+	char err[256];
+	assert_int_equal(shmmap_attach(&ro, f->path, SHMMAP_RDONLY, err, sizeof err), 0);
+	shmmap_test_set_hash(&ro, const_hash);
+	assert_int_equal(get(&ro, "k", 1), 3);
+	assert_int_equal(shmmap_replace(&ro, "k", 1, 3, 4), 0);
+	assert_int_equal(get(&f->m, "k", 1), 3);
+	shmmap_detach(&ro);
+	char k[SHMMAP_MAX_KEY];
+	for (int i = 0; i < 50; i++)
+		assert_int_equal(shmmap_insert(&f->m, k, shm_test_key(k, i, 40), i, NULL),
+				 SHMMAP_INSERTED);
+	size_t len = shm_test_key(k, 37, 40);
+	assert_int_equal(shmmap_replace(&f->m, k, len, 37, 1000), 1);
+	for (int i = 0; i < 50; i++) {
+		len = shm_test_key(k, i, 40);
+		assert_int_equal(get(&f->m, k, len), i == 37 ? 1000 : i);
+	}
+	assert_int_equal(shmmap_validate(&f->m, err, sizeof err), 51);
+}
+
 static void forced_full_collisions(void **state)
 {
 	struct fx *f = *state;
@@ -815,6 +850,7 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 		T(hit_and_miss),
 		T(first_writer_wins),
+		T(replace_by_the_writer),
 		T(keys_differing_in_one_byte),
 		T(empty_key),
 		T(longest_key),

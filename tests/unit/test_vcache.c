@@ -621,6 +621,15 @@ static void test_recalled_keys(void **state)
 	assert_int_equal(client_ask(at("/managed/none.h"), KILN_A_STAT, KILN_Q_NOFOLLOW, &v), 1);
 	assert_int_equal(recall_read(&r, &vc, used, NULL), 2);
 	assert_int_equal(nused, 2);
+	/* once logged, a plain STABLE ALLOW: later hits look at no bitmap */
+	char vkey[SHMMAP_MAX_KEY];
+	uint64_t val;
+	unsigned vkind, vans;
+	const char *rp = at("/managed/recalled.h");
+	assert_true(shmmap_lookup(&vc.map, vkey, vc_key_verdict(vkey, rp, strlen(rp), KILN_A_READ, 0),
+				  &val));
+	assert_true(vc_parse(val, &vkind, &vans));
+	assert_int_equal(val, vc_value(VC_STABLE, KILN_V_ALLOW));
 	snprintf(text, sizeof text, "%s %u", at("/managed/recalled.h"), KILN_A_READ);
 	assert_string_equal(used_paths[0], text);
 	assert_int_equal(recall_read(&r, &vc, used, NULL), 0);
@@ -631,6 +640,8 @@ static void test_recalled_keys(void **state)
 	 * (it missed before the key went in): claimed once, then not logged
 	 * again when a client uses it. */
 	assert_true(recall_claim(&r, &vc, at("/managed/claimed.h"), KILN_A_STAT, 0));
+	assert_false(map_has_verdict(at("/managed/claimed.h"), KILN_A_STAT, 0) &&
+		     verdict_cache_recalled(&vc, at("/managed/claimed.h"), KILN_A_STAT, 0) >= 0);
 	assert_false(recall_claim(&r, &vc, at("/managed/claimed.h"), KILN_A_STAT, 0));
 	assert_false(recall_claim(&r, &vc, at("/managed/recalled.h"), KILN_A_READ, 0));
 	assert_false(recall_claim(&r, &vc, at("/managed/a.h"), KILN_A_READ, 0)); /* not recalled */

@@ -155,7 +155,7 @@ size_t recall_ahead(struct recall *r, struct sandbox *sbx, struct verdict_cache 
 	return recall_left(r);
 }
 
-size_t recall_read(struct recall *r, const struct verdict_cache *vc,
+size_t recall_read(struct recall *r, struct verdict_cache *vc,
 		   void (*used)(void *ctx, const char *path, unsigned access), void *ctx)
 {
 	uint32_t bits;
@@ -172,13 +172,14 @@ size_t recall_read(struct recall *r, const struct verdict_cache *vc,
 		for (; fresh; fresh &= fresh - 1, n++) {
 			const struct recall_key *k = &r->keys[i * 64 + (size_t)__builtin_ctzll(fresh)];
 			used(ctx, k->path, k->access);
+			verdict_cache_recall_done(vc, k->path, k->access, k->qflags);
 		}
 	}
 	r->used += n;
 	return n;
 }
 
-bool recall_claim(struct recall *r, const struct verdict_cache *vc, const char *path,
+bool recall_claim(struct recall *r, struct verdict_cache *vc, const char *path,
 		  unsigned access, unsigned qflags)
 {
 	uint32_t bits;
@@ -191,6 +192,7 @@ bool recall_claim(struct recall *r, const struct verdict_cache *vc, const char *
 		return false;
 	r->seen[i / 64] |= bit;
 	__atomic_fetch_or(&w[i / 64], bit, __ATOMIC_RELAXED);
+	verdict_cache_recall_done(vc, path, access, qflags);
 	return true;
 }
 

@@ -58,15 +58,16 @@ size_t recall_ahead(struct recall *r, struct sandbox *sbx, struct verdict_cache 
 size_t recall_left(const struct recall *r);
 
 /* Each key whose bit a client set since the last call, given once to
- * used(ctx, path, access); returns how many. */
-size_t recall_read(struct recall *r, const struct verdict_cache *vc,
+ * used(ctx, path, access), its value then made a plain STABLE ALLOW
+ * (verdict_cache_recall_done); returns how many. */
+size_t recall_read(struct recall *r, struct verdict_cache *vc,
 		   void (*used)(void *ctx, const char *path, unsigned access), void *ctx);
 
 /* A question that reached the server (a QUERY, a NOTE) about a key the map
  * holds as a recalled one: its first asking is this one. Marks the key used
  * (its bit set, so that no client's use logs it again) and says whether it
  * was not yet: false for a key used before (or not recalled). */
-bool recall_claim(struct recall *r, const struct verdict_cache *vc, const char *path,
+bool recall_claim(struct recall *r, struct verdict_cache *vc, const char *path,
 		  unsigned access, unsigned qflags);
 
 /* A question the server answered with a STABLE ALLOW that was no finding. */

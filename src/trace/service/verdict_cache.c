@@ -373,6 +373,19 @@ uint64_t *verdict_cache_recall_bitmap(const struct verdict_cache *vc, uint32_t *
 	return vc->recall;
 }
 
+void verdict_cache_recall_done(struct verdict_cache *vc, const char *path, unsigned access,
+			       unsigned qflags)
+{
+	char key[SHMMAP_MAX_KEY];
+	uint64_t v;
+	unsigned kind, ans;
+	size_t klen = vc_key_verdict(key, path, strlen(path), access, qflags);
+	if (klen && shmmap_lookup(&vc->map, key, klen, &v) && vc_parse(v, &kind, &ans) &&
+	    (vc_flags(v) & VC_F_RECALLED))
+		shmmap_replace(&vc->map, key, klen, v,
+			       vc_value_flags(VC_STABLE, ans, vc_flags(v) & ~(unsigned)VC_F_RECALLED));
+}
+
 long verdict_cache_recalled(const struct verdict_cache *vc, const char *path, unsigned access,
 			    unsigned qflags)
 {

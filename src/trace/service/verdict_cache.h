@@ -65,6 +65,11 @@ bool verdict_cache_recall(struct verdict_cache *vc, const char *path, unsigned a
 			  unsigned qflags, const struct sbx_decision *d, uint32_t index);
 /* The recall bitmap clients set bits in (NULL and 0 bits: none). */
 uint64_t *verdict_cache_recall_bitmap(const struct verdict_cache *vc, uint32_t *bits);
+/* A recalled key whose use is logged: its value becomes the same answer
+ * without VC_F_RECALLED and its number (shmmap_replace), so that later hits
+ * do not look at the recall bitmap. */
+void verdict_cache_recall_done(struct verdict_cache *vc, const char *path, unsigned access,
+			       unsigned qflags);
 /* The number of the recalled key the map holds for this question, or -1. */
 long verdict_cache_recalled(const struct verdict_cache *vc, const char *path, unsigned access,
 			    unsigned qflags);
