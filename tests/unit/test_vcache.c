@@ -613,6 +613,14 @@ static void test_recalled_keys(void **state)
 	assert_false(map_has_verdict(at("/managed/foreign2.h"), KILN_A_STAT, 0));
 	assert_false(map_has_verdict(at("/build/recall.c"), KILN_A_READ, 0));
 	assert_int_equal(recall_read(&r, &vc, used, NULL), 0);
+	/* A bit a client sets for a key never put in (foreign2.h: hidden;
+	 * recall.c: not STABLE) logs nothing. */
+	uint32_t nbits;
+	uint64_t *bitmap = verdict_cache_recall_bitmap(&vc, &nbits);
+	assert_non_null(bitmap);
+	__atomic_fetch_or(&bitmap[0], (1ull << 1) | (1ull << 3), __ATOMIC_RELAXED);
+	assert_int_equal(recall_read(&r, &vc, used, NULL), 0);
+	assert_int_equal(nused, 0);
 
 	int v = -1;
 	assert_int_equal(client_ask(at("/managed/recalled.h"), KILN_A_READ, 0, &v), 1);

@@ -125,7 +125,8 @@ int recall_open(struct recall *r, const char *dir, const char *identity, size_t 
 		got += (size_t)n;
 	}
 	rc = parse(r, text, len, err, errlen);
-	if (rc == 0 && r->n && !(r->seen = calloc((r->n + 63) / 64, sizeof *r->seen)))
+	if (rc == 0 && r->n && (!(r->seen = calloc((r->n + 63) / 64, sizeof *r->seen)) ||
+				!(r->logged = calloc((r->n + 63) / 64, sizeof *r->logged))))
 		rc = -1;
 out:
 	if (rc != 0)
@@ -169,10 +170,18 @@ size_t recall_read(struct recall *r, struct verdict_cache *vc,
 		if (i == nw - 1 && r->n % 64 && r->n / 64 == i)
 			fresh &= (1ull << (r->n % 64)) - 1;
 		r->seen[i] |= fresh;
-		for (; fresh; fresh &= fresh - 1, n++) {
-			const struct recall_key *k = &r->keys[i * 64 + (size_t)__builtin_ctzll(fresh)];
+		for (; fresh; fresh &= fresh - 1) {
+			size_t j = i * 64 + (size_t)__builtin_ctzll(fresh);
+			const struct recall_key *k = &r->keys[j];
+			/* Only a key the map holds as this recalled one: a bit a
+			 * client set for a key never put in (hidden, asked first)
+			 * says nothing. */
+			if (verdict_cache_recalled(vc, k->path, k->access, k->qflags) != (long)j)
+				continue;
 			used(ctx, k->path, k->access);
 			verdict_cache_recall_done(vc, k->path, k->access, k->qflags);
+			r->logged[i] |= 1ull << (j % 64);
+			n++;
 		}
 	}
 	r->used += n;
@@ -191,6 +200,7 @@ bool recall_claim(struct recall *r, struct verdict_cache *vc, const char *path,
 	if (r->seen[i / 64] & bit)
 		return false;
 	r->seen[i / 64] |= bit;
+	r->logged[i / 64] |= bit;
 	__atomic_fetch_or(&w[i / 64], bit, __ATOMIC_RELAXED);
 	verdict_cache_recall_done(vc, path, access, qflags);
 	return true;
@@ -261,7 +271,7 @@ int recall_save(struct recall *r, char *err, size_t errlen)
 	size_t n = 0;
 	int rc = fputs(HEADER, f) < 0 ? -1 : 0;
 	for (size_t i = 0; rc == 0 && i < r->n; i++)
-		if (r->seen[i / 64] & (1ull << (i % 64)))
+		if (r->logged[i / 64] & (1ull << (i % 64)))
 			rc = write_key(f, &done, &r->keys[i], &n);
 	for (size_t i = 0; rc == 0 && i < r->nasked; i++)
 		rc = write_key(f, &done, &r->asked[i], &n);
@@ -278,6 +288,7 @@ void recall_free(struct recall *r)
 {
 	drop_keys(r);
 	free(r->seen);
+	free(r->logged);
 	for (size_t i = 0; i < r->nasked; i++)
 		free(r->asked[i].path);
 	free(r->asked);

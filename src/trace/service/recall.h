@@ -38,6 +38,7 @@ struct recall {
 	size_t n;
 	size_t next;              /* keys below were decided */
 	uint64_t *seen;           /* per key: its bit was read set */
+	uint64_t *logged;         /* ... and it was a recalled value: its use logged */
 	struct recall_key *asked; /* what this build asked the server (STABLE ALLOWs) */
 	size_t nasked, capasked;
 	unsigned long put, used;  /* put into the map; used by the build */
