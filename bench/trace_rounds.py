@@ -130,8 +130,8 @@ BUILD_ENV = None
 
 def build_env(a):
     control = os.path.join(next(iter(a.src.values())), "debian", "control")
-    cmd = [a.kiln, "trace", "--db", a.db, "--no-refresh", "--deps-from-control", control,
-           "--", "env", "-0"]
+    cmd = [a.kiln, "trace", "--db", a.db, "--no-refresh", "--no-recall", "--deps-from-control",
+           control, "--", "env", "-0"]
     p = subprocess.run(cmd, capture_output=True, stdin=subprocess.DEVNULL)
     if p.returncode != 0:
         fail(f"{shlex.join(cmd)}: exit status {p.returncode}: "
