@@ -3,10 +3,11 @@
  * A slot word is 0 (empty), an even record offset or an odd subtrie offset,
  * and only ever changes empty -> record or record -> subtrie; a record's
  * `next` only changes empty -> record; a record's value changes only by
- * shmmap_replace's CAS (readers load it once, atomically). Everything is fully written before one
- * release-CAS publishes it, so a process stopped or killed at any instruction
- * leaves at worst unreachable (leaked) bytes. Every offset read from the file
- * is bounds-checked against the bytes this process knows to be backed. */
+ * shmmap_replace's CAS (readers load it once, atomically). Everything is
+ * fully written before one release-CAS publishes it, so a process stopped
+ * or killed at any instruction leaves at worst unreachable (leaked) bytes.
+ * Every offset read from the file is bounds-checked against the bytes this
+ * process knows to be backed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -113,8 +114,8 @@ static inline _Atomic uint64_t *bucket_of(const struct shmmap *m, struct shmmap_
 	       shmmap_hash_bits(h, 0, shmmap_bucket_bits(m->root_bits)) * SHMMAP_BUCKET_SLOTS;
 }
 
-/* Lookup below a bucket's overflow slot: a plain trie walk. */
-/* Inlined into the lookup, as when it had one caller. */
+/* Lookup below a bucket's overflow slot: a plain trie walk (inlined into the
+ * lookup, as when it had that one caller). */
 static inline __attribute__((always_inline)) int
 trie_lookup(struct shmmap *m, _Atomic uint64_t *bucket, struct shmmap_hash h, const void *key,
 	    size_t len, uint64_t *value, struct shmmap_record **rec)
@@ -191,7 +192,7 @@ int shmmap_replace(struct shmmap *m, const void *key, size_t len, uint64_t expec
 {
 	uint64_t v;
 	struct shmmap_record *r = NULL;
-	if (!m->writable || !find(m, key, len, &v, &r) || !r)
+	if (!m->writable || !find(m, key, len, &v, &r))
 		return 0;
 	return __atomic_compare_exchange_n(&r->value, &expected, value, 0, __ATOMIC_RELEASE,
 					   __ATOMIC_RELAXED);

@@ -166,20 +166,16 @@ size_t recall_read(struct recall *r, struct verdict_cache *vc,
 	size_t n = 0, nw = ((size_t)(bits < r->n ? bits : r->n) + 63) / 64;
 	for (size_t i = 0; w && i < nw; i++) {
 		uint64_t fresh = __atomic_load_n(&w[i], __ATOMIC_RELAXED) & ~r->seen[i];
-		/* A bit past the keys is a client's scribble: never a key. */
-		if (i == nw - 1 && r->n % 64 && r->n / 64 == i)
-			fresh &= (1ull << (r->n % 64)) - 1;
 		r->seen[i] |= fresh;
 		for (; fresh; fresh &= fresh - 1) {
 			size_t j = i * 64 + (size_t)__builtin_ctzll(fresh);
+			if (j >= r->n)
+				break; /* a client's scribble past the keys */
 			const struct recall_key *k = &r->keys[j];
-			/* Only a key the map holds as this recalled one: a bit a
-			 * client set for a key never put in (hidden, asked first)
-			 * says nothing. */
-			if (verdict_cache_recalled(vc, k->path, k->access, k->qflags) != (long)j)
+			uint32_t num = (uint32_t)j;
+			if (!verdict_cache_recall_done(vc, k->path, k->access, k->qflags, num))
 				continue;
 			used(ctx, k->path, k->access);
-			verdict_cache_recall_done(vc, k->path, k->access, k->qflags);
 			r->logged[i] |= 1ull << (j % 64);
 			n++;
 		}
@@ -202,7 +198,7 @@ bool recall_claim(struct recall *r, struct verdict_cache *vc, const char *path,
 	r->seen[i / 64] |= bit;
 	r->logged[i / 64] |= bit;
 	__atomic_fetch_or(&w[i / 64], bit, __ATOMIC_RELAXED);
-	verdict_cache_recall_done(vc, path, access, qflags);
+	verdict_cache_recall_done(vc, path, access, qflags, (uint32_t)i);
 	return true;
 }
 
@@ -234,15 +230,12 @@ void recall_remember(struct recall *r, const char *path, unsigned access, unsign
 /* Writes k unless the same key was written already. */
 static int write_key(FILE *f, struct pathtab *done, const struct recall_key *k, size_t *n)
 {
-	char key[SHMMAP_MAX_KEY + 2];
-	size_t l = strlen(k->path);
-	if (l + 2 > sizeof key)
+	char key[SHMMAP_MAX_KEY];
+	size_t klen = vc_key_verdict(key, k->path, strlen(k->path), k->access, k->qflags);
+	if (!klen)
 		return 0;
-	memcpy(key, k->path, l);
-	key[l] = (char)k->access;
-	key[l + 1] = (char)k->qflags;
 	bool added;
-	void **slot = pathtab_put(done, key, l + 2, &added);
+	void **slot = pathtab_put(done, key, klen, &added);
 	if (!slot)
 		return -1;
 	if (!added || *n >= RECALL_KEEP)

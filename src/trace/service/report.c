@@ -443,8 +443,9 @@ void tracelog_write_stats(const struct tracelog *t, FILE *out)
 		c->notes, c->ahead);
 	fprintf(out, "  logged       %" PRIu64 " (fresh names answered from directory values)\n",
 		c->logged);
-	fprintf(out, "  recalled     %" PRIu64 " (the last build's questions answered before they were\n"
-		     "               asked; %" PRIu64 " of them used)\n", c->recalled, c->recall_used);
+	fprintf(out, "  recalled     %" PRIu64 " (the last build's questions answered before"
+		     " they were\n               asked; %" PRIu64 " of them used)\n",
+		c->recalled, c->recall_used);
 	fprintf(out, "  listings     %" PRIu64 " answered from the cache\n", c->listings);
 	fprintf(out, "  map          %" PRIu64 " bytes, %" PRIu64 " entries\n", c->map_bytes, c->entries);
 	fprintf(out, "  processes    %zu\n", tracelog_processes(t));
@@ -777,7 +778,8 @@ int tracelog_write_json(const struct tracelog *t, const struct trace_diagnosis *
 		",\"recalled\":%" PRIu64 ",\"recall_used\":%" PRIu64
 		",\"listings\":%" PRIu64 ",\"map_bytes\":%" PRIu64 ",\"entries\":%" PRIu64 "}}\n",
 		c->enabled ? "true" : "false", c->hits, c->misses, tracelog_round_trips(t), c->notes,
-		c->ahead, c->logged, c->recalled, c->recall_used, c->listings, c->map_bytes, c->entries);
+		c->ahead, c->logged, c->recalled, c->recall_used, c->listings, c->map_bytes,
+		c->entries);
 	free(hid);
 	free(ref);
 	free(unk);

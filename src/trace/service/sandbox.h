@@ -111,6 +111,14 @@ void sandbox_write_passed(struct sandbox *s, const char *path, unsigned access,
 void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned access,
 		    unsigned qflags, struct sbx_decision *d);
 
+/* A decision that holds for the whole run and is an ALLOW with nothing to
+ * report (not unknown to the registry): what may be answered before it is
+ * asked (answered ahead, recalled keys). */
+static inline bool sbx_stable_allow(const struct sbx_decision *d)
+{
+	return d->verdict == KILN_V_ALLOW && d->reason == SBX_OK && d->stable && !d->unknown;
+}
+
 /* Whether the visibility of an existing node at canonical `path` holds for
  * the whole run (it lies in a registry-managed tree, not under /proc). */
 bool sandbox_path_stable(const struct sandbox *s, const char *path);

@@ -111,11 +111,9 @@ static bool caching(const struct trace_service *ts)
  * that is no finding is kept for the next build to recall. */
 static void decide(struct trace_service *ts, int client, const struct kiln_query *q)
 {
-	const struct sbx_decision *d = &ts->dec;
 	sandbox_decide(&ts->sbx, client_pid(ts, client), ts->path, q->access, q->qflags, &ts->dec);
-	tracelog_query(&ts->log, client, ts->path, q->access, d);
-	if (ts->recall && d->stable && d->verdict == KILN_V_ALLOW && d->reason == SBX_OK &&
-	    !d->unknown)
+	tracelog_query(&ts->log, client, ts->path, q->access, &ts->dec);
+	if (ts->recall && sbx_stable_allow(&ts->dec))
 		recall_remember(ts->recall, ts->path, q->access, q->qflags);
 }
 
@@ -129,16 +127,14 @@ static uint32_t answered_ahead(struct trace_service *ts, int client, const struc
 {
 	const struct sbx_decision *d = &ts->dec;
 	if (!caching(ts) || (q->access != KILN_A_STAT && q->access != KILN_A_READ) ||
-	    d->verdict != KILN_V_ALLOW || d->reason != SBX_OK || !d->stable || d->unknown)
+	    !sbx_stable_allow(d))
 		return 0;
 	unsigned other = q->access == KILN_A_STAT ? KILN_A_READ : KILN_A_STAT;
 	if (verdict_cache_has(ts->vc, ts->path, other, q->qflags))
 		return 0;
 	struct sbx_decision *o = &ts->ahead;
 	sandbox_decide(&ts->sbx, client_pid(ts, client), ts->path, other, q->qflags, o);
-	return o->verdict == KILN_V_ALLOW && o->reason == SBX_OK && o->stable && !o->unknown
-		       ? other
-		       : 0;
+	return sbx_stable_allow(o) ? other : 0;
 }
 
 static int on_query(struct trace_service *ts, int client, int fd, const char *payload, size_t len)
@@ -479,13 +475,16 @@ static void tick(void *ctx)
  * no more than that (each is a decision, or an lstat or two and an owner
  * lookup: a few us). Recalled keys first: the build may ask them any
  * moment. */
+static bool idle_pending(void *ctx);
+
 static bool idle(void *ctx)
 {
 	struct trace_service *ts = ctx;
-	if (ts->recall && ts->vc && recall_left(ts->recall))
-		return recall_ahead(ts->recall, &ts->sbx, ts->vc, 16) > 0 ||
-		       (ts->touched && touched_left(ts->touched, &ts->log) > 0);
-	return ts->touched && touched_update(ts->touched, &ts->log, 16) > 0;
+	if (ts->recall && recall_left(ts->recall))
+		recall_ahead(ts->recall, &ts->sbx, ts->vc, 16);
+	else if (ts->touched)
+		touched_update(ts->touched, &ts->log, 16);
+	return idle_pending(ctx);
 }
 
 /* Without this the loop would look once more after every turn with
@@ -493,7 +492,7 @@ static bool idle(void *ctx)
 static bool idle_pending(void *ctx)
 {
 	struct trace_service *ts = ctx;
-	return (ts->recall && ts->vc && recall_left(ts->recall)) ||
+	return (ts->recall && recall_left(ts->recall)) ||
 	       (ts->touched && touched_left(ts->touched, &ts->log) > 0);
 }
 

@@ -18,10 +18,10 @@
 #include "trace/service/build_type.h"
 #include "trace/service/control.h"
 #include "trace/service/data_plans.h"
-#include "trace/service/recall.h"
 #include "trace/service/deps.h"
 #include "trace/service/diagnosis.h"
 #include "trace/service/postinst_dirs.h"
+#include "trace/service/recall.h"
 #include "trace/service/report.h"
 #include "trace/service/rundir.h"
 #include "trace/service/service.h"
@@ -376,7 +376,8 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 		rc = TRACE_SERVER_FAILED;
 	/* Only after a build that ran to its end (a hint: a failure is said, not fatal). */
 	if (ts->recall && st && recall_save(ts->recall, err, sizeof err) < 0)
-		fprintf(stderr, "kiln trace: not keeping this build's questions for the next: %s\n", err);
+		fprintf(stderr, "kiln trace: not keeping this build's questions for the next: %s\n",
+			err);
 	if (kiln_gone && trace_rundir_remove(cfg->rundir, err, sizeof err) < 0)
 		fprintf(stderr, "kiln trace: server: %s\n", err);
 	/* The process ends here: what the run held (the log, the memos, the

@@ -356,13 +356,10 @@ void verdict_cache_query(struct verdict_cache *vc, const char *path, unsigned ac
 bool verdict_cache_recall(struct verdict_cache *vc, const char *path, unsigned access,
 			  unsigned qflags, const struct sbx_decision *d, uint32_t index)
 {
-	if (vc->stop || index >= vc->recall_bits || d->reason != SBX_OK || !d->stable ||
-	    d->verdict != KILN_V_ALLOW || d->unknown)
+	if (vc->stop || index >= vc->recall_bits || !sbx_stable_allow(d))
 		return false;
 	char key[SHMMAP_MAX_KEY];
 	size_t klen = vc_key_verdict(key, path, strlen(path), access, qflags);
-	if (!klen || verdict_cache_has(vc, path, access, qflags))
-		return false;
 	unsigned flags = access == KILN_A_EXEC ? exec_flags(path, qflags) : 0;
 	return put(vc, key, klen, vc_value_recalled(KILN_V_ALLOW, flags, index));
 }
@@ -373,17 +370,19 @@ uint64_t *verdict_cache_recall_bitmap(const struct verdict_cache *vc, uint32_t *
 	return vc->recall;
 }
 
-void verdict_cache_recall_done(struct verdict_cache *vc, const char *path, unsigned access,
-			       unsigned qflags)
+bool verdict_cache_recall_done(struct verdict_cache *vc, const char *path, unsigned access,
+			       unsigned qflags, uint32_t index)
 {
 	char key[SHMMAP_MAX_KEY];
 	uint64_t v;
 	unsigned kind, ans;
 	size_t klen = vc_key_verdict(key, path, strlen(path), access, qflags);
-	if (klen && shmmap_lookup(&vc->map, key, klen, &v) && vc_parse(v, &kind, &ans) &&
-	    (vc_flags(v) & VC_F_RECALLED))
-		shmmap_replace(&vc->map, key, klen, v,
-			       vc_value_flags(VC_STABLE, ans, vc_flags(v) & ~(unsigned)VC_F_RECALLED));
+	if (!klen || !shmmap_lookup(&vc->map, key, klen, &v) || !vc_parse(v, &kind, &ans) ||
+	    !(vc_flags(v) & VC_F_RECALLED) || vc_recall_index(v) != index)
+		return false;
+	shmmap_replace(&vc->map, key, klen, v,
+		       vc_value_flags(VC_STABLE, ans, vc_flags(v) & ~(unsigned)VC_F_RECALLED));
+	return true;
 }
 
 long verdict_cache_recalled(const struct verdict_cache *vc, const char *path, unsigned access,

@@ -60,16 +60,19 @@ void verdict_cache_query(struct verdict_cache *vc, const char *path, unsigned ac
 
 /* Recalled key number `index` (recall.h), decided as d before anyone asked:
  * put in as a STABLE ALLOW with its number when d is a STABLE ALLOW and no
- * finding and nobody has put the key in yet. Whether it was. */
+ * finding (sbx_stable_allow) and nobody has put the key in yet (the caller
+ * looked: an exec key's file is read for its flags). Whether it was. */
 bool verdict_cache_recall(struct verdict_cache *vc, const char *path, unsigned access,
 			  unsigned qflags, const struct sbx_decision *d, uint32_t index);
 /* The recall bitmap clients set bits in (NULL and 0 bits: none). */
 uint64_t *verdict_cache_recall_bitmap(const struct verdict_cache *vc, uint32_t *bits);
-/* A recalled key whose use is logged: its value becomes the same answer
- * without VC_F_RECALLED and its number (shmmap_replace), so that later hits
- * do not look at the recall bitmap. */
-void verdict_cache_recall_done(struct verdict_cache *vc, const char *path, unsigned access,
-			       unsigned qflags);
+/* Recalled key number `index`, its use about to be logged: when the map
+ * holds it as that recalled value, the value becomes the same answer without
+ * VC_F_RECALLED and its number (shmmap_replace), so that later hits do not
+ * look at the recall bitmap, and true; else false (a bit set for a key never
+ * put in, hidden or asked first, says nothing). */
+bool verdict_cache_recall_done(struct verdict_cache *vc, const char *path, unsigned access,
+			       unsigned qflags, uint32_t index);
 /* The number of the recalled key the map holds for this question, or -1. */
 long verdict_cache_recalled(const struct verdict_cache *vc, const char *path, unsigned access,
 			    unsigned qflags);
