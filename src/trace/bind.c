@@ -38,7 +38,6 @@
 #include "trace/kt.h"
 #include "trace/rawsys.h"
 
-#define KT_BIND_TRIES 4
 #define AGAIN         (-1000000) /* ask again: the file changed under the call */
 #define UNUSABLE      (-1000001) /* openat2 cannot express this open */
 
@@ -117,25 +116,29 @@ static void find_libc(void)
 	}
 }
 
-/* Whether a raw openat2 may stand in for the real call: it is libc's own
- * (no preload library stacked after kiln's wraps it), or the program used
- * syscall(). */
-static int direct(const struct kt_opener *o)
+int kt_real_is_libc(const void *real, _Atomic int *known)
 {
-	if (o->via == KT_VIA_SYSCALL || o->via == KT_VIA_SYSCALL2)
-		return 1;
-	int d = o->direct ? atomic_load_explicit(o->direct, memory_order_relaxed) : 2;
+	int d = known ? atomic_load_explicit(known, memory_order_relaxed) : 2;
 	if (d == 0) {
 		if (!atomic_load_explicit(&libc_hi, memory_order_acquire))
 			find_libc();
-		uintptr_t a = (uintptr_t)o->real;
+		uintptr_t a = (uintptr_t)real;
 		d = a >= atomic_load_explicit(&libc_lo, memory_order_relaxed) &&
 				    a < atomic_load_explicit(&libc_hi, memory_order_acquire)
 			? 1
 			: 2;
-		atomic_store_explicit(o->direct, d, memory_order_relaxed);
+		atomic_store_explicit(known, d, memory_order_relaxed);
 	}
 	return d == 1;
+}
+
+/* Whether a raw openat2 may stand in for the real call: it is libc's own,
+ * or the program used syscall(). */
+static int direct(const struct kt_opener *o)
+{
+	if (o->via == KT_VIA_SYSCALL || o->via == KT_VIA_SYSCALL2)
+		return 1;
+	return kt_real_is_libc(o->real, o->direct);
 }
 
 /* ---- NO_SYMLINKS ---------------------------------------------------------- */

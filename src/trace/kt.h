@@ -187,6 +187,42 @@ long kt_open_bound(const struct kt_opener *o, unsigned access, unsigned qflags,
 long kt_open_bound_q(const struct kt_opener *o, struct kt_question *q, int n, unsigned access,
 		     unsigned qflags, unsigned *how_used);
 
+/* Contradicting answers a bound call takes before it fails with ENOENT. */
+#define KT_BIND_TRIES 4
+
+/* Whether `real` is libc's own function (no preload library stacked after
+ * kiln's wraps it), remembered in *known (0 not known yet, 1 libc's, 2 not;
+ * NULL: not libc's). */
+int kt_real_is_libc(const void *real, _Atomic int *known);
+
+/* ---- statbind.c: reading the metadata of what was checked -------------- */
+
+/* How a hooked stat reaches the kernel: its real function's signature. */
+enum kt_stat_via {
+	KT_SVIA_STAT,     /* real(path, buf): stat, lstat (flags AT_SYMLINK_NOFOLLOW) */
+	KT_SVIA_FSTATAT,  /* real(dirfd, path, buf, flags) */
+	KT_SVIA_XSTAT,    /* real(ver, path, buf): __xstat, __lxstat */
+	KT_SVIA_FXSTATAT, /* real(ver, dirfd, path, buf, flags): __fxstatat */
+	KT_SVIA_STATX,    /* real(dirfd, path, flags, mask, buf) */
+	KT_SVIA_SYS_STATX, /* syscall(SYS_statx, dirfd, path, flags, mask, buf) */
+};
+
+struct kt_statter {
+	enum kt_stat_via via;
+	void *real;
+	_Atomic int *direct; /* per real function, as kt_opener's */
+	int ver;
+	int dirfd;
+	const char *path;
+	int flags;           /* AT_* */
+	unsigned mask;       /* statx */
+	void *buf;           /* struct stat, or struct statx */
+};
+
+/* The call s describes, checked (access class STAT) and bound to the file
+ * whose metadata it reads. Returns 0 or -errno. */
+long kt_stat_bound(const struct kt_statter *s);
+
 /* ---- fdcheck.c: files named by an fd or a socket address -------------- */
 
 /* A metadata write (access class) through fd: 0 if the fd was opened for

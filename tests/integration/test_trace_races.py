@@ -47,12 +47,15 @@ def arena(uworld):
         f.write("visible\n")
     with open(os.path.join(b, "own.txt"), "w") as f:
         f.write("own\n")
+    with open(os.path.join(b, "plain.txt"), "w") as f:  # a file, no symlink on its way
+        f.write("visible\n")
     links = {
         "t": "vis.txt", "u": os.path.join(w.inc, "foo.h"),           # a hidden file
         "d": "visdir", "e": os.path.join(w.lib, "foo"),               # a hidden directory
         "p": "vis-prog", "q": os.path.join(w.lib, "foo", "hid-prog"),  # a hidden program
         "v": os.path.join(w.inc, "dep.h"),                            # visible, not writable
         "s": "vis.sh", "r": os.path.join(w.lib, "foo", "hid-prog"),   # a script, a hidden program
+        "h": os.path.join(w.inc, "foo.h"),                            # swapped with plain.txt
     }
     with open(os.path.join(b, "vis.sh"), "w") as f:
         f.write("#!/bin/sh\necho vis-prog\n")
@@ -77,6 +80,9 @@ RACES = {
     "open-dir": ("swap {s} d e", "read {s} d/x visible x"),
     "exec": ("swap {s} p q", "run {s} p vis-prog hid-prog"),
     "exec-script": ("swap {s} s r", "run {s} s vis-prog hid-prog"),
+    # metadata: the name's inode is counted (the hidden file's would reveal it)
+    "stat": ("swap {s} t u", "stat {s} t {vis} {hid}"),
+    "stat-area": ("swap {s} plain.txt h", "stat {s} plain.txt {plain} {hid}"),
     "write": ("swap {s} w v", "write {s} w 0"),
     "create": ("blink {s} {dep} c", "write {s} c 1"),
 }
@@ -86,7 +92,9 @@ def run_races(w, names):
     script = ["set -e"]
     for name in names:
         swapper, user = RACES[name]
-        fmt = dict(s=SECS, dep=os.path.join(w.inc, "dep.h"))
+        fmt = dict(s=SECS, dep=os.path.join(w.inc, "dep.h"), hid=os.stat(os.path.join(w.inc, "foo.h")).st_ino,
+                   vis=os.stat(os.path.join(w.build, "vis.txt")).st_ino,
+                   plain=os.stat(os.path.join(w.build, "plain.txt")).st_ino)
         script.append(f'echo "{name}"; rm -f race-over; export RACER_STOP=race-over '
                       f'RACER_MIN_SWAPS=51; ./racer {swapper.format(**fmt)} & '
                       f'./racer {user.format(**fmt)}; wait')
@@ -114,6 +122,21 @@ def test_swapped_paths_never_reach_a_hidden_file(arena):
         # hidden program, which its own open is refused): nothing ran
         assert c["other"] == 0 or name == "exec-script", (name, c)
     assert "libfoo-dev" in err
+
+
+def test_swapped_paths_never_reveal_a_hidden_files_metadata(arena):
+    """stat, fstatat and statx of a name that is by turns a visible file (or
+    a symlink to one) and a symlink to a hidden file: the hidden file's inode
+    is never seen. plain.txt has no symlink on its way when it is the file
+    (an AREA answer, from the map); t is always a symlink (the server's
+    answer, bound by identity)."""
+    got, err = run_races(arena, ["stat", "stat-area"])
+    for name, (swaps, c) in got.items():
+        assert swaps > 50, (name, swaps, c)
+        assert c["visible"] > 0, (name, c)
+        assert c.get("ENOENT", 0) > 0, (name, c)
+        assert c["hidden"] == 0, (name, "revealed the hidden file's metadata", c)
+        assert c["other"] == 0, (name, c)
 
 
 def test_swapped_paths_never_write_outside_the_writable_areas(arena):

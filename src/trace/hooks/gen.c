@@ -176,6 +176,32 @@ static inline unsigned kt_rename_to_class(unsigned flags)
 		KT_OPEN_BOUND(name, OPEN, AT_FDCWD, path, flags, mode)         \
 	}
 
+/* The stat forms: the check bound to the file read (kt_stat_bound). */
+#define KT_HOOK_STAT(name, via, params, args, ver_, dirfd_, path_, flags_, mask_, buf_) \
+	static KT_HOT void *_Atomic kt_real_##name;                            \
+	static KT_HOT _Atomic int kt_direct_##name;                            \
+	KT_EXPORT int name params                                              \
+	{                                                                      \
+		typedef int (*kt_fn) params;                                   \
+		kt_fn real = (kt_fn)kt_real(&kt_real_##name, #name);           \
+		if (!real) {                                                   \
+			errno = ENOSYS;                                        \
+			return -1;                                             \
+		}                                                              \
+		if (kt_guard)                                                  \
+			return real args;                                      \
+		struct kt_statter kt_s = { KT_SVIA_##via, (void *)real, &kt_direct_##name, \
+					   (ver_), (dirfd_), (path_), (flags_), (mask_), (buf_) }; \
+		kt_enter();                                                    \
+		long kt_r = kt_stat_bound(&kt_s);                              \
+		kt_leave();                                                    \
+		if (kt_r < 0) {                                                \
+			errno = (int)-kt_r;                                    \
+			return -1;                                             \
+		}                                                              \
+		return 0;                                                      \
+	}
+
 #define KT_HOOK_GLIBC(ret, name, params, args, denial, set)                    \
 	static KT_HOT void *_Atomic kt_real_##name;                            \
 	KT_EXPORT ret name params                                              \

@@ -135,10 +135,14 @@ KT_EXPORT long syscall(long nr, ...)
 		return bound_open(KT_VIA_SYSCALL2, (int)a, (const char *)b, (int)how->flags, 0, how,
 				  (size_t)d);
 	}
-	case SYS_statx:
+	case SYS_statx: {
 		kt_enter();
-		err = kt_check((int)a, (const char *)b, KILN_A_STAT, 0, (int)c);
-		break;
+		struct kt_statter st = { KT_SVIA_SYS_STATX, NULL, NULL, 0, (int)a, (const char *)b,
+					 (int)c, (unsigned)d, (void *)e };
+		long r = kt_stat_bound(&st);
+		kt_leave();
+		return sys_result(r);
+	}
 	case SYS_faccessat2:
 		kt_enter();
 		err = kt_check((int)a, (const char *)b, KILN_A_STAT | ((c & W_OK) ? KILN_A_WRITE : 0),

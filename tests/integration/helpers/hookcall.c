@@ -4,6 +4,8 @@
  *
  * One line per call: "NAME RET ERRNO" where ERRNO is the errno name, or "OK"
  * when the call succeeded (listings print their sorted entries after RET).
+ * `stats PATH` calls every form of stat on PATH, each line followed by the
+ * file's identity and type when it succeeded ("NAME RET OK ino=I mode=M").
  * The tests in test_trace_hooks*.py run it under the preload library. */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -77,6 +79,63 @@ static void show(const char *name, long ret, int ok)
 		void *p_ = (void *)(expr);                                     \
 		show(name, p_ ? 0 : -1, p_ != NULL);                           \
 	} while (0)
+
+/* Every form of stat on p, and the ones the kernel or glibc refuse (a bad
+ * flag, mask or version), each printed with what it read. */
+static void all_stats(const char *p)
+{
+	struct stat st;
+	struct statx sx;
+	int d = open(".", O_RDONLY | O_DIRECTORY);
+	static const char *const c[] = {
+		"stat", "stat64", "lstat", "lstat64", "fstatat", "fstatat-nofollow",
+		"fstatat-noautomount", "fstatat-badflag", "fstatat64", "__xstat", "__xstat-v0",
+		"__xstat-badver", "__xstat64", "__lxstat", "__lxstat64", "__fxstatat",
+		"__fxstatat-nofollow", "__fxstatat64", "statx", "statx-nofollow", "statx-sync",
+		"statx-badsync", "statx-badmask",
+	};
+	enum { FIRST_STATX = 18 };
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		memset(&st, 0, sizeof st);
+		memset(&sx, 0, sizeof sx);
+		errno = 0;
+		long r;
+		switch (i) {
+		case 0: r = stat(p, &st); break;
+		case 1: r = stat64(p, (struct stat64 *)&st); break;
+		case 2: r = lstat(p, &st); break;
+		case 3: r = lstat64(p, (struct stat64 *)&st); break;
+		case 4: r = fstatat(d, p, &st, 0); break;
+		case 5: r = fstatat(d, p, &st, AT_SYMLINK_NOFOLLOW); break;
+		case 6: r = fstatat(AT_FDCWD, p, &st, AT_NO_AUTOMOUNT); break;
+		case 7: r = fstatat(AT_FDCWD, p, &st, 0x40000000); break;
+		case 8: r = fstatat64(d, p, (struct stat64 *)&st, 0); break;
+		case 9: r = __xstat(1, p, &st); break;
+		case 10: r = __xstat(0, p, &st); break;
+		case 11: r = __xstat(7, p, &st); break;
+		case 12: r = __xstat64(1, p, (struct stat64 *)&st); break;
+		case 13: r = __lxstat(1, p, &st); break;
+		case 14: r = __lxstat64(1, p, (struct stat64 *)&st); break;
+		case 15: r = __fxstatat(1, d, p, &st, 0); break;
+		case 16: r = __fxstatat(1, d, p, &st, AT_SYMLINK_NOFOLLOW); break;
+		case 17: r = __fxstatat64(1, d, p, (struct stat64 *)&st, 0); break;
+		case 18: r = statx(d, p, 0, STATX_BASIC_STATS, &sx); break;
+		case 19: r = statx(AT_FDCWD, p, AT_SYMLINK_NOFOLLOW, STATX_INO | STATX_TYPE, &sx); break;
+		case 20: r = statx(AT_FDCWD, p, AT_STATX_FORCE_SYNC, STATX_BASIC_STATS, &sx); break;
+		case 21: r = statx(AT_FDCWD, p, AT_STATX_SYNC_TYPE, STATX_BASIC_STATS, &sx); break;
+		default: r = statx(AT_FDCWD, p, 0, STATX__RESERVED, &sx); break;
+		}
+		int e = errno;
+		printf("%s %ld %s", c[i], r, ename(r == 0, e));
+		if (r == 0 && i >= FIRST_STATX)
+			printf(" ino=%llu mode=%o mask=%x", (unsigned long long)sx.stx_ino, sx.stx_mode,
+			       sx.stx_mask & (STATX_INO | STATX_TYPE | STATX_MODE));
+		else if (r == 0)
+			printf(" ino=%llu mode=%o", (unsigned long long)st.st_ino, st.st_mode);
+		printf("\n");
+	}
+	close(d);
+}
 
 static int open_flags(const char *s)
 {
@@ -393,6 +452,11 @@ static int one(char **a, int n)
 		return 3;
 	}
 	if (!strcmp(c, "stat")) { NEED(1); CALL("stat", stat(a[1], &st)); return 2; }
+	if (!strcmp(c, "stats")) {
+		NEED(1);
+		all_stats(a[1]);
+		return 2;
+	}
 	if (!strcmp(c, "lstat")) { NEED(1); CALL("lstat", lstat(a[1], &st)); return 2; }
 	if (!strcmp(c, "fstatat")) {
 		NEED(3);

@@ -8,6 +8,12 @@
  *   racer read SECS PATH VIS HID opens and reads PATH (open) for SECS;
  *                                counts reads that start with VIS or HID
  *   racer fread SECS PATH VIS HID the same through fopen
+ *   racer stat SECS PATH VINO HINO  stats PATH for SECS, by stat, fstatat
+ *                                and statx in turn; counts results
+ *                                whose inode is VINO (visible) or HINO
+ *                                (hidden: its metadata revealed); a failed
+ *                                call that changed the buffer counts as
+ *                                other
  *   racer write SECS PATH CREAT  open(O_WRONLY|O_TRUNC[|O_CREAT]) + write
  *                                "racer\n" + close, for SECS
  *   racer run SECS PATH VIS HID  runs PATH (posix_spawn and fork+execve
@@ -33,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -156,6 +163,49 @@ static int reader(double secs, const char *path, const char *vis, const char *hi
 	return 0;
 }
 
+static int statter(double secs, const char *path, unsigned long long vis, unsigned long long hid)
+{
+	double end = now() + secs;
+	for (unsigned i = 0; !user_done(end); i++) {
+		unsigned long long ino;
+		int r;
+		struct stat st;
+		struct statx sx;
+		memset(&st, 0xa5, sizeof st);
+		memset(&sx, 0xa5, sizeof sx);
+		switch (i % 3) {
+		case 0:
+			r = stat(path, &st);
+			ino = st.st_ino;
+			break;
+		case 1:
+			r = fstatat(AT_FDCWD, path, &st, 0);
+			ino = st.st_ino;
+			break;
+		default:
+			r = statx(AT_FDCWD, path, 0, STATX_INO, &sx);
+			ino = sx.stx_ino;
+			break;
+		}
+		if (r != 0) {
+			count_err(errno);
+			const unsigned char *b = (i % 3 == 2) ? (void *)&sx : (void *)&st;
+			size_t n = (i % 3 == 2) ? sizeof sx : sizeof st;
+			while (n && b[n - 1] == 0xa5)
+				n--;
+			if (n)
+				other++; /* what a refused file's stat read into it */
+		} else if (ino == hid)
+			hidden++;
+		else if (ino == vis)
+			visible++;
+		else
+			other++;
+	}
+	report();
+	return 0;
+}
+
 static int writer(double secs, const char *path, int creat)
 {
 	double end = now() + secs;
@@ -266,6 +316,8 @@ int main(int argc, char **argv)
 		return reader(secs, argv[3], argv[4], argv[5], 0);
 	if (!strcmp(argv[1], "fread") && argc == 6)
 		return reader(secs, argv[3], argv[4], argv[5], 1);
+	if (!strcmp(argv[1], "stat") && argc == 6)
+		return statter(secs, argv[3], strtoull(argv[4], NULL, 10), strtoull(argv[5], NULL, 10));
 	if (!strcmp(argv[1], "write") && argc == 5)
 		return writer(secs, argv[3], atoi(argv[4]));
 	if (!strcmp(argv[1], "run") && argc == 6)
