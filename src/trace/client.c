@@ -507,11 +507,14 @@ int kt_ask_bound(struct kt_question *req, size_t plen, unsigned access, unsigned
 		*b = (struct kiln_binding){ .how = KILN_BIND_ANY, .cached = 1 };
 		return KILN_V_ALLOW;
 	}
-	if (note_absent(req, plen, access, qflags, bind)) {
+	int absent = (flags & KILN_ASK_ABSENT) != 0;
+	if (note_absent(req, plen, access, qflags, bind && !absent)) {
 		/* Opened without following a symlink: one made meanwhile
-		 * sends the open to the server (ELOOP), as for an AREA value. */
+		 * sends the open to the server (ELOOP), as for an AREA value.
+		 * A stat or access answers ENOENT itself: the kernel's answer
+		 * at the moment it was seen, through symlinks too. */
 		*b = (struct kiln_binding){
-			.how = bind ? KILN_BIND_NO_SYMLINKS : KILN_BIND_ANY,
+			.how = absent ? KT_BIND_ABSENT : bind ? KILN_BIND_NO_SYMLINKS : KILN_BIND_ANY,
 			.cached = 1,
 		};
 		return KILN_V_ALLOW;

@@ -187,6 +187,11 @@ long kt_open_bound(const struct kt_opener *o, unsigned access, unsigned qflags,
 long kt_open_bound_q(const struct kt_opener *o, struct kt_question *q, int n, unsigned access,
 		     unsigned qflags, unsigned *how_used);
 
+/* A binding only the client gives (kt_ask_bound with KILN_ASK_ABSENT): the
+ * path reaches nothing right now, following symlinks as the call does; the
+ * call answers ENOENT without making it. */
+#define KT_BIND_ABSENT 3u
+
 /* Contradicting answers a bound call takes before it fails with ENOENT. */
 #define KT_BIND_TRIES 4
 
@@ -222,6 +227,27 @@ struct kt_statter {
 /* The call s describes, checked (access class STAT) and bound to the file
  * whose metadata it reads. Returns 0 or -errno. */
 long kt_stat_bound(const struct kt_statter *s);
+
+/* ---- accessbind.c: access(2) on what was checked ----------------------- */
+
+enum kt_access_via {
+	KT_AVIA_ACCESS,    /* real(path, mode): access; euidaccess, eaccess (flags AT_EACCESS) */
+	KT_AVIA_FACCESSAT, /* real(dirfd, path, mode, flags) */
+};
+
+struct kt_accesser {
+	enum kt_access_via via;
+	void *real;
+	_Atomic int *direct; /* per real function, as kt_opener's */
+	int dirfd;
+	const char *path;
+	int mode;
+	int flags;           /* AT_* */
+};
+
+/* The call a describes, checked (STAT, and WRITE for W_OK: a probe) and
+ * bound to the file it asks about. Returns 0 or -errno. */
+long kt_access_bound(const struct kt_accesser *a);
 
 /* ---- fdcheck.c: files named by an fd or a socket address -------------- */
 

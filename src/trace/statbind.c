@@ -211,12 +211,14 @@ static long stat_bound(const struct kt_statter *s)
 	for (int t = 0; t < KT_BIND_TRIES; t++) {
 		struct kiln_binding b;
 		int v = kt_ask_bound(&q, (size_t)n, KILN_A_STAT, qflags,
-				     KILN_ASK_BIND | (t ? KILN_ASK_SERVER : 0), &b);
+				     KILN_ASK_BIND | KILN_ASK_ABSENT | (t ? KILN_ASK_SERVER : 0), &b);
 		int e = kt_verdict_errno(v, KILN_A_STAT);
 		if (e)
 			return -e;
 		if (b.how == KILN_BIND_ANY)
 			return call(s);
+		if (b.how == KT_BIND_ABSENT)
+			return -ENOENT;
 		if (b.how == KILN_BIND_NO_SYMLINKS) {
 			long r = stat_no_symlinks(s, q.path, (size_t)n, tail, nofollow);
 			if (r != -ELOOP && r != UNUSABLE)

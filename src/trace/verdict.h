@@ -63,6 +63,8 @@ struct kiln_binding {
 #define KILN_ASK_SERVER 1u /* skip the shared cache (the file changed under a bound call) */
 #define KILN_ASK_BIND   2u /* the caller opens with RESOLVE_NO_SYMLINKS when told to:
 			    * an AREA value needs no symlink check here */
+#define KILN_ASK_ABSENT 4u /* the caller answers ENOENT itself when told the path
+			    * reaches nothing right now (KT_BIND_ABSENT, kt.h) */
 
 
 /* Verdicts for `n` entries of directory `absdir` in one round trip: sets

@@ -83,6 +83,9 @@ RACES = {
     # metadata: the name's inode is counted (the hidden file's would reveal it)
     "stat": ("swap {s} t u", "stat {s} t {vis} {hid}"),
     "stat-area": ("swap {s} plain.txt h", "stat {s} plain.txt {plain} {hid}"),
+    # access(X_OK): only the hidden file is executable (the test makes it so)
+    "access": ("swap {s} t u", "access {s} t"),
+    "access-area": ("swap {s} plain.txt h", "access {s} plain.txt"),
     "write": ("swap {s} w v", "write {s} w 0"),
     "create": ("blink {s} {dep} c", "write {s} c 1"),
 }
@@ -137,6 +140,19 @@ def test_swapped_paths_never_reveal_a_hidden_files_metadata(arena):
         assert c.get("ENOENT", 0) > 0, (name, c)
         assert c["hidden"] == 0, (name, "revealed the hidden file's metadata", c)
         assert c["other"] == 0, (name, c)
+
+
+def test_swapped_paths_never_answer_access_for_a_hidden_file(arena):
+    """access, faccessat and eaccess (X_OK) of the same swapped names: the
+    hidden file, made executable, never answers 0 (a visible file's answer
+    is EACCES, a hidden one's ENOENT)."""
+    os.chmod(os.path.join(arena.inc, "foo.h"), 0o755)
+    got, err = run_races(arena, ["access", "access-area"])
+    for name, (swaps, c) in got.items():
+        assert swaps > 50, (name, swaps, c)
+        assert c["visible"] > 0, (name, c)
+        assert c.get("ENOENT", 0) > 0, (name, c)
+        assert c["hidden"] == 0, (name, "answered for the hidden file", c)
 
 
 def test_swapped_paths_never_write_outside_the_writable_areas(arena):

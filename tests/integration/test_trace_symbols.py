@@ -24,7 +24,7 @@ def hook_names():
     text = (HOOKS / "hooks.def").read_text()
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     names = set(re.findall(r"^KT_HOOK\([^,]+,\s*(\w+)\s*,", text, flags=re.M))
-    names |= set(re.findall(r"^KT_HOOK_(?:OPEN2?|CREAT|STAT)\(\s*(\w+)\s*,", text, flags=re.M))
+    names |= set(re.findall(r"^KT_HOOK_(?:OPEN2?|CREAT|STAT|ACCESS)\(\s*(\w+)\s*,", text, flags=re.M))
     names |= set(re.findall(r"^KT_HOOK_GLIBC\([^,]+,\s*(\w+)\s*,", text, flags=re.M))
     names |= set(re.findall(r"^KT_HOOK_GLIBC_VOID\(\s*(\w+)\s*,", text, flags=re.M))
     for c in HOOKS.glob("*.c"):

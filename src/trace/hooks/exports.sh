@@ -8,7 +8,7 @@
 set -eu
 cc=$1 dir=$2
 {
-	printf '#define KT_HOOK(r, name, ...) name\n#define KT_HOOK_OPEN(name, ...) name\n#define KT_HOOK_OPEN2(name, ...) name\n#define KT_HOOK_CREAT(name, ...) name\n#define KT_HOOK_STAT(name, ...) name\n#define KT_HOOK_GLIBC(r, name, ...) name\n#define KT_HOOK_GLIBC_VOID(name, ...) name\n#include "hooks.def"\n' |
+	printf '#define KT_HOOK(r, name, ...) name\n#define KT_HOOK_OPEN(name, ...) name\n#define KT_HOOK_OPEN2(name, ...) name\n#define KT_HOOK_CREAT(name, ...) name\n#define KT_HOOK_STAT(name, ...) name\n#define KT_HOOK_ACCESS(name, ...) name\n#define KT_HOOK_GLIBC(r, name, ...) name\n#define KT_HOOK_GLIBC_VOID(name, ...) name\n#include "hooks.def"\n' |
 		"$cc" -E -P -I"$dir" -x c - | tr -s ' \t' '\n\n'
 	grep -h '^KT_EXPORT ' "$dir"/*.c | sed -n 's/^KT_EXPORT [^(]*[ *]\([A-Za-z_][A-Za-z0-9_]*\)(.*/\1/p'
 } | grep -E '^[A-Za-z_][A-Za-z0-9_]*$' | LC_ALL=C sort -u | {

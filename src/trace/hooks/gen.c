@@ -64,18 +64,6 @@ ssize_t __readlinkat_chk(int dirfd, const char *path, char *buf, size_t n, size_
 #define SUN(addr, len, acc)            kt_check_sockaddr((addr), (unsigned)(len), (acc))
 #define NS_ALWAYS                      KT_NS_ALWAYS
 
-/* access(2) and friends only ask: a W_OK is a probe, answered as the
- * kernel answers a build user who is not root (docs/policy.md). */
-static inline unsigned kt_access_class(int mode)
-{
-	return KILN_A_STAT | ((mode & W_OK) ? KILN_A_WRITE : 0);
-}
-
-static inline unsigned kt_access_qflags(int mode)
-{
-	return (mode & W_OK) ? KILN_Q_PROBE : 0;
-}
-
 static inline unsigned kt_rename_to_class(unsigned flags)
 {
 	/* RENAME_EXCHANGE (2) also moves the target away. */
@@ -194,6 +182,32 @@ static inline unsigned kt_rename_to_class(unsigned flags)
 					   (ver_), (dirfd_), (path_), (flags_), (mask_), (buf_) }; \
 		kt_enter();                                                    \
 		long kt_r = kt_stat_bound(&kt_s);                              \
+		kt_leave();                                                    \
+		if (kt_r < 0) {                                                \
+			errno = (int)-kt_r;                                    \
+			return -1;                                             \
+		}                                                              \
+		return 0;                                                      \
+	}
+
+/* The access forms: the check bound to the file asked about (kt_access_bound). */
+#define KT_HOOK_ACCESS(name, via, params, args, dirfd_, path_, mode_, flags_)  \
+	static KT_HOT void *_Atomic kt_real_##name;                            \
+	static KT_HOT _Atomic int kt_direct_##name;                            \
+	KT_EXPORT int name params                                              \
+	{                                                                      \
+		typedef int (*kt_fn) params;                                   \
+		kt_fn real = (kt_fn)kt_real(&kt_real_##name, #name);           \
+		if (!real) {                                                   \
+			errno = ENOSYS;                                        \
+			return -1;                                             \
+		}                                                              \
+		if (kt_guard)                                                  \
+			return real args;                                      \
+		struct kt_accesser kt_a = { KT_AVIA_##via, (void *)real, &kt_direct_##name, \
+					    (dirfd_), (path_), (mode_), (flags_) }; \
+		kt_enter();                                                    \
+		long kt_r = kt_access_bound(&kt_a);                            \
 		kt_leave();                                                    \
 		if (kt_r < 0) {                                                \
 			errno = (int)-kt_r;                                    \

@@ -5,7 +5,8 @@
  * One line per call: "NAME RET ERRNO" where ERRNO is the errno name, or "OK"
  * when the call succeeded (listings print their sorted entries after RET).
  * `stats PATH` calls every form of stat on PATH, each line followed by the
- * file's identity and type when it succeeded ("NAME RET OK ino=I mode=M").
+ * file's identity and type when it succeeded ("NAME RET OK ino=I mode=M");
+ * `accesses PATH` every form of access with every mode.
  * The tests in test_trace_hooks*.py run it under the preload library. */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -135,6 +136,40 @@ static void all_stats(const char *p)
 		printf("\n");
 	}
 	close(d);
+}
+
+/* Every form of access on p, with each mode, and the ones the kernel
+ * refuses (a bad mode or flag). */
+static void all_accesses(const char *p)
+{
+	static const int modes[] = { F_OK, R_OK, W_OK, X_OK, R_OK | W_OK | X_OK };
+	for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+		int md = modes[m];
+		errno = 0;
+		long r = access(p, md);
+		printf("access-%d %ld %s\n", md, r, ename(r == 0, errno));
+		errno = 0;
+		r = faccessat(AT_FDCWD, p, md, 0);
+		printf("faccessat-%d %ld %s\n", md, r, ename(r == 0, errno));
+		errno = 0;
+		r = faccessat(AT_FDCWD, p, md, AT_EACCESS);
+		printf("faccessat-eaccess-%d %ld %s\n", md, r, ename(r == 0, errno));
+		errno = 0;
+		r = faccessat(AT_FDCWD, p, md, AT_SYMLINK_NOFOLLOW);
+		printf("faccessat-nofollow-%d %ld %s\n", md, r, ename(r == 0, errno));
+		errno = 0;
+		r = eaccess(p, md);
+		printf("eaccess-%d %ld %s\n", md, r, ename(r == 0, errno));
+		errno = 0;
+		r = euidaccess(p, md);
+		printf("euidaccess-%d %ld %s\n", md, r, ename(r == 0, errno));
+	}
+	errno = 0;
+	long r = access(p, 8);
+	printf("access-badmode %ld %s\n", r, ename(r == 0, errno));
+	errno = 0;
+	r = faccessat(AT_FDCWD, p, R_OK, 0x40000000);
+	printf("faccessat-badflag %ld %s\n", r, ename(r == 0, errno));
 }
 
 static int open_flags(const char *s)
@@ -452,6 +487,11 @@ static int one(char **a, int n)
 		return 3;
 	}
 	if (!strcmp(c, "stat")) { NEED(1); CALL("stat", stat(a[1], &st)); return 2; }
+	if (!strcmp(c, "accesses")) {
+		NEED(1);
+		all_accesses(a[1]);
+		return 2;
+	}
 	if (!strcmp(c, "stats")) {
 		NEED(1);
 		all_stats(a[1]);

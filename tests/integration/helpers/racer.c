@@ -14,6 +14,11 @@
  *                                (hidden: its metadata revealed); a failed
  *                                call that changed the buffer counts as
  *                                other
+ *   racer access SECS PATH       asks access(X_OK) of PATH for SECS, by
+ *                                access, faccessat(AT_EACCESS) and eaccess in
+ *                                turn: the visible file is not executable
+ *                                (EACCES, counted visible), the hidden one is
+ *                                (0, counted hidden)
  *   racer write SECS PATH CREAT  open(O_WRONLY|O_TRUNC[|O_CREAT]) + write
  *                                "racer\n" + close, for SECS
  *   racer run SECS PATH VIS HID  runs PATH (posix_spawn and fork+execve
@@ -206,6 +211,24 @@ static int statter(double secs, const char *path, unsigned long long vis, unsign
 	return 0;
 }
 
+static int accesser(double secs, const char *path)
+{
+	double end = now() + secs;
+	for (unsigned i = 0; !user_done(end); i++) {
+		int r = i % 3 == 0   ? access(path, X_OK)
+			: i % 3 == 1 ? faccessat(AT_FDCWD, path, X_OK, AT_EACCESS)
+				     : eaccess(path, X_OK);
+		if (r == 0)
+			hidden++;
+		else if (errno == EACCES)
+			visible++;
+		else
+			count_err(errno);
+	}
+	report();
+	return 0;
+}
+
 static int writer(double secs, const char *path, int creat)
 {
 	double end = now() + secs;
@@ -318,6 +341,8 @@ int main(int argc, char **argv)
 		return reader(secs, argv[3], argv[4], argv[5], 1);
 	if (!strcmp(argv[1], "stat") && argc == 6)
 		return statter(secs, argv[3], strtoull(argv[4], NULL, 10), strtoull(argv[5], NULL, 10));
+	if (!strcmp(argv[1], "access") && argc == 4)
+		return accesser(secs, argv[3]);
 	if (!strcmp(argv[1], "write") && argc == 5)
 		return writer(secs, argv[3], atoi(argv[4]));
 	if (!strcmp(argv[1], "run") && argc == 6)

@@ -1,11 +1,12 @@
-"""The stat family in the build directory, bound to what was checked
-(src/trace/statbind.c): every form of stat (stat, lstat, fstatat,
-__xstat..., statx, with their flags) gives under kiln what it gives
-without it, for files, directories, symlinks, absent names, names with a
+"""The stat and access families in the build directory, bound to what was
+checked (src/trace/statbind.c, accessbind.c): every form of stat (stat,
+lstat, fstatat, __xstat..., statx, with their flags) and of access
+(access, faccessat with its flags, eaccess, euidaccess, every mode) gives
+under kiln what it gives without it, for files, directories, symlinks, absent names, names with a
 trailing slash and arguments the kernel or glibc refuse; a symlink to a
 hidden file reads as a dangling one, a path through a symlink to a hidden
-directory as a path through a dangling one. Each path is read 23 times in
-one process: the first asking goes to the server, the rest to the map."""
+directory as a path through a dangling one. Each path is read many times
+in one process: the first asking goes to the server, the rest to the map."""
 import os
 import re
 import shutil
@@ -43,11 +44,11 @@ def tree(uworld):
 
 
 def stats(w, paths, traced):
-    """{path: its `hookcall stats` lines} read in one process, with or
-    without kiln."""
+    """{path: its `hookcall stats` and `accesses` lines} read in one
+    process, with or without kiln."""
     cmd = ["./hookcall"]
     for p in paths:
-        cmd += ["stats", p, "--"]
+        cmd += ["stats", p, "--", "accesses", p, "--"]
     if traced:
         r = w.run(command=cmd)
     else:
@@ -55,11 +56,11 @@ def stats(w, paths, traced):
     assert r.returncode == 0, (r.stdout, r.stderr[-2000:])
     lines = r.stdout.splitlines()
     per = len(lines) // len(paths)
-    assert per * len(paths) == len(lines) and per == 23, r.stdout
+    assert per * len(paths) == len(lines) and per == 23 + 32, r.stdout
     return {p: lines[i * per:(i + 1) * per] for i, p in enumerate(paths)}
 
 
-def test_every_stat_form_reads_the_build_directory_as_without_kiln(tree):
+def test_every_stat_and_access_form_reads_the_build_directory_as_without_kiln(tree):
     paths = [p.format(b=tree.build) for p in VISIBLE]
     native = stats(tree, paths, traced=False)
     traced = stats(tree, paths, traced=True)
@@ -70,6 +71,7 @@ def test_every_stat_form_reads_the_build_directory_as_without_kiln(tree):
     assert native["f/"][0] == "stat -1 ENOTDIR"
     assert native["dang"][0] == "stat -1 ENOENT" and native["dang"][2].startswith("lstat 0 OK")
     assert native["d"][7] == "fstatat-badflag -1 EINVAL"
+    assert "access-1 -1 EACCES" in native["f"]  # X_OK of a file that is not executable
 
 
 def test_a_symlink_to_a_hidden_file_reads_as_a_dangling_one(tree):
