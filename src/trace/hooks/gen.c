@@ -164,6 +164,19 @@ static inline unsigned kt_rename_to_class(unsigned flags)
 		KT_OPEN_BOUND(name, OPEN, AT_FDCWD, path, flags, mode)         \
 	}
 
+/* A bound call's end: 0, or -1 with errno from its -errno. */
+#define KT_RETURN_BOUND(expr)                                                  \
+	do {                                                                   \
+		kt_enter();                                                    \
+		long kt_r = (expr);                                            \
+		kt_leave();                                                    \
+		if (kt_r < 0) {                                                \
+			errno = (int)-kt_r;                                    \
+			return -1;                                             \
+		}                                                              \
+		return 0;                                                      \
+	} while (0)
+
 /* The stat forms: the check bound to the file read (kt_stat_bound). */
 #define KT_HOOK_STAT(name, via, params, args, ver_, dirfd_, path_, flags_, mask_, buf_) \
 	static KT_HOT void *_Atomic kt_real_##name;                            \
@@ -180,14 +193,7 @@ static inline unsigned kt_rename_to_class(unsigned flags)
 			return real args;                                      \
 		struct kt_statter kt_s = { KT_SVIA_##via, (void *)real, &kt_direct_##name, \
 					   (ver_), (dirfd_), (path_), (flags_), (mask_), (buf_) }; \
-		kt_enter();                                                    \
-		long kt_r = kt_stat_bound(&kt_s);                              \
-		kt_leave();                                                    \
-		if (kt_r < 0) {                                                \
-			errno = (int)-kt_r;                                    \
-			return -1;                                             \
-		}                                                              \
-		return 0;                                                      \
+		KT_RETURN_BOUND(kt_stat_bound(&kt_s));                         \
 	}
 
 /* The access forms: the check bound to the file asked about (kt_access_bound). */
@@ -206,14 +212,7 @@ static inline unsigned kt_rename_to_class(unsigned flags)
 			return real args;                                      \
 		struct kt_accesser kt_a = { KT_AVIA_##via, (void *)real, &kt_direct_##name, \
 					    (dirfd_), (path_), (mode_), (flags_) }; \
-		kt_enter();                                                    \
-		long kt_r = kt_access_bound(&kt_a);                            \
-		kt_leave();                                                    \
-		if (kt_r < 0) {                                                \
-			errno = (int)-kt_r;                                    \
-			return -1;                                             \
-		}                                                              \
-		return 0;                                                      \
+		KT_RETURN_BOUND(kt_access_bound(&kt_a));                       \
 	}
 
 #define KT_HOOK_GLIBC(ret, name, params, args, denial, set)                    \
