@@ -37,6 +37,8 @@ typedef int (*faccessat_fn)(int, const char *, int, int);
 
 static long call(const struct kt_accesser *a)
 {
+	if (a->via == KT_AVIA_SYS_FACCESSAT2)
+		return kt_sys4(SYS_faccessat2, a->dirfd, a->path, a->mode, a->flags);
 	int r = a->via == KT_AVIA_ACCESS ? ((access_fn)a->real)(a->path, a->mode)
 					  : ((faccessat_fn)a->real)(a->dirfd, a->path, a->mode, a->flags);
 	return r < 0 ? -errno : 0;
@@ -54,7 +56,7 @@ static int plain(const struct kt_accesser *a)
 static long check_fd(const struct kt_accesser *a, long fd)
 {
 	if (!atomic_load_explicit(&no_faccessat2, memory_order_relaxed) && plain(a) &&
-	    kt_real_is_libc(a->real, a->direct)) {
+	    (a->via == KT_AVIA_SYS_FACCESSAT2 || kt_real_is_libc(a->real, a->direct))) {
 		long r = kt_sys4(SYS_faccessat2, fd, "", a->mode, AT_EMPTY_PATH | (a->flags & AT_EACCESS));
 		/* EPERM: an immutable file, or a seccomp filter's refusal of
 		 * faccessat2: the real call tells which. */

@@ -233,6 +233,7 @@ long kt_stat_bound(const struct kt_statter *s);
 enum kt_access_via {
 	KT_AVIA_ACCESS,    /* real(path, mode): access; euidaccess, eaccess (flags AT_EACCESS) */
 	KT_AVIA_FACCESSAT, /* real(dirfd, path, mode, flags) */
+	KT_AVIA_SYS_FACCESSAT2, /* syscall(SYS_faccessat2, dirfd, path, mode, flags) */
 };
 
 struct kt_accesser {

@@ -1,7 +1,8 @@
 """The stat and access families in the build directory, bound to what was
 checked (src/trace/statbind.c, accessbind.c): every form of stat (stat,
 lstat, fstatat, __xstat..., statx, with their flags) and of access
-(access, faccessat with its flags, eaccess, euidaccess, every mode) gives
+(access, faccessat with its flags, eaccess, euidaccess, every mode; and
+syscall(SYS_statx), syscall(SYS_faccessat2)) gives
 under kiln what it gives without it, for files, directories, symlinks, absent names, names with a
 trailing slash and arguments the kernel or glibc refuse; a symlink to a
 hidden file reads as a dangling one, a path through a symlink to a hidden
@@ -56,7 +57,7 @@ def stats(w, paths, traced):
     assert r.returncode == 0, (r.stdout, r.stderr[-2000:])
     lines = r.stdout.splitlines()
     per = len(lines) // len(paths)
-    assert per * len(paths) == len(lines) and per == 23 + 32, r.stdout
+    assert per * len(paths) == len(lines) and per == 24 + 37, r.stdout
     return {p: lines[i * per:(i + 1) * per] for i, p in enumerate(paths)}
 
 

@@ -143,11 +143,14 @@ KT_EXPORT long syscall(long nr, ...)
 		kt_leave();
 		return sys_result(r);
 	}
-	case SYS_faccessat2:
+	case SYS_faccessat2: {
 		kt_enter();
-		err = kt_check((int)a, (const char *)b, KILN_A_STAT | ((c & W_OK) ? KILN_A_WRITE : 0),
-			       (c & W_OK) ? KILN_Q_PROBE : 0, (int)d);
-		break;
+		struct kt_accesser ac = { KT_AVIA_SYS_FACCESSAT2, NULL, NULL, (int)a, (const char *)b,
+					  (int)c, (int)d };
+		long r = kt_access_bound(&ac);
+		kt_leave();
+		return sys_result(r);
+	}
 	case SYS_renameat2:
 		kt_enter();
 		err = kt_check((int)a, (const char *)b, KILN_A_DELETE, KILN_Q_NOFOLLOW, 0);

@@ -93,7 +93,7 @@ static void all_stats(const char *p)
 		"fstatat-noautomount", "fstatat-badflag", "fstatat64", "__xstat", "__xstat-v0",
 		"__xstat-badver", "__xstat64", "__lxstat", "__lxstat64", "__fxstatat",
 		"__fxstatat-nofollow", "__fxstatat64", "statx", "statx-nofollow", "statx-sync",
-		"statx-badsync", "statx-badmask",
+		"statx-badsync", "statx-badmask", "sys-statx",
 	};
 	enum { FIRST_STATX = 18 };
 	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
@@ -124,7 +124,8 @@ static void all_stats(const char *p)
 		case 19: r = statx(AT_FDCWD, p, AT_SYMLINK_NOFOLLOW, STATX_INO | STATX_TYPE, &sx); break;
 		case 20: r = statx(AT_FDCWD, p, AT_STATX_FORCE_SYNC, STATX_BASIC_STATS, &sx); break;
 		case 21: r = statx(AT_FDCWD, p, AT_STATX_SYNC_TYPE, STATX_BASIC_STATS, &sx); break;
-		default: r = statx(AT_FDCWD, p, 0, STATX__RESERVED, &sx); break;
+		case 22: r = statx(AT_FDCWD, p, 0, STATX__RESERVED, &sx); break;
+		default: r = syscall(SYS_statx, AT_FDCWD, p, 0, STATX_BASIC_STATS, &sx); break;
 		}
 		int e = errno;
 		printf("%s %ld %s", c[i], r, ename(r == 0, e));
@@ -163,6 +164,9 @@ static void all_accesses(const char *p)
 		errno = 0;
 		r = euidaccess(p, md);
 		printf("euidaccess-%d %ld %s\n", md, r, ename(r == 0, errno));
+		errno = 0;
+		r = syscall(SYS_faccessat2, AT_FDCWD, p, md, AT_EACCESS);
+		printf("sys-faccessat2-%d %ld %s\n", md, r, ename(r == 0, errno));
 	}
 	errno = 0;
 	long r = access(p, 8);
