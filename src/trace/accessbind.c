@@ -72,30 +72,28 @@ static long check_fd(const struct kt_accesser *a, long fd)
  * kernel's answer for the path: no file there). */
 static long hold(const struct kiln_binding *b, char *abs, size_t n, int tail, int nofollow)
 {
-	if (tail) {
-		abs[n] = '/';
-		abs[n + 1] = '\0';
-	}
 	long fd;
 	if (b->how == KILN_BIND_NO_SYMLINKS) {
 		struct open_how how = {
 			.flags = O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0),
 			.resolve = RESOLVE_NO_SYMLINKS,
 		};
-		fd = atomic_load_explicit(&kt_no_openat2, memory_order_relaxed)
-			     ? -ENOSYS
-			     : kt_sys4(SYS_openat2, AT_FDCWD, abs, &how, sizeof how);
+		fd = kt_openat2_at_tail(abs, n, tail, &how);
 		/* A symlink, no openat2, no fd to spare: ask the server, whose
 		 * answer binds by identity. */
 		if (fd == -ELOOP || fd == -ENOSYS || fd == -EINVAL || fd == -EMFILE || fd == -ENFILE)
 			fd = AGAIN;
 	} else {
+		if (tail) {
+			abs[n] = '/';
+			abs[n + 1] = '\0';
+		}
 		fd = kt_sys4(SYS_openat, AT_FDCWD, abs, O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0), 0);
+		abs[n] = '\0';
 		if (fd >= 0) {
 			struct stat st;
-			if (!(b->id_flags & KILN_ID_FILE) || kt_sys2(SYS_fstat, fd, &st) < 0 ||
-			    (uint64_t)st.st_dev != b->dev ||
-			    (!(b->id_flags & KILN_ID_DEV_ONLY) && (uint64_t)st.st_ino != b->ino)) {
+			if (kt_sys2(SYS_fstat, fd, &st) < 0 ||
+			    !kt_is_bound_file((uint64_t)st.st_dev, (uint64_t)st.st_ino, b)) {
 				kt_close((int)fd);
 				fd = AGAIN;
 			}
@@ -103,7 +101,6 @@ static long hold(const struct kiln_binding *b, char *abs, size_t n, int tail, in
 			fd = AGAIN;
 		}
 	}
-	abs[n] = '\0';
 	return fd;
 }
 

@@ -143,6 +143,21 @@ static int direct(const struct kt_opener *o)
 
 /* ---- NO_SYMLINKS ---------------------------------------------------------- */
 
+long kt_openat2_at_tail(char *abs, size_t n, int tail, const struct open_how *how)
+{
+	if (atomic_load_explicit(&kt_no_openat2, memory_order_relaxed))
+		return -ENOSYS;
+	if (tail) {
+		abs[n] = '/';
+		abs[n + 1] = '\0';
+	}
+	long fd = kt_sys4(SYS_openat2, AT_FDCWD, abs, how, sizeof *how);
+	abs[n] = '\0';
+	if (fd == -ENOSYS)
+		atomic_store_explicit(&kt_no_openat2, 1, memory_order_relaxed);
+	return fd;
+}
+
 /* abs: the absolute clean path of length n in a question buffer, whose
  * bytes after it are scratch ("/" is put there when the caller's path
  * ended in "/" or "/.": the kernel wants a directory). */
@@ -164,14 +179,7 @@ static long open_no_symlinks(const struct kt_opener *o, char *abs, size_t n, int
 	} else if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) {
 		how.mode = o->mode & 07777;
 	}
-	if (tail) {
-		abs[n] = '/';
-		abs[n + 1] = '\0';
-	}
-	long fd = kt_sys4(SYS_openat2, AT_FDCWD, abs, &how, sizeof how);
-	abs[n] = '\0';
-	if (fd == -ENOSYS)
-		atomic_store_explicit(&kt_no_openat2, 1, memory_order_relaxed);
+	long fd = kt_openat2_at_tail(abs, n, tail, &how);
 	if (fd == -ENOSYS || fd == -EINVAL || fd == -ENAMETOOLONG || fd == -E2BIG ||
 	    fd == -EAGAIN || fd == -EXDEV)
 		return UNUSABLE;

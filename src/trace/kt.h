@@ -192,8 +192,23 @@ long kt_open_bound_q(const struct kt_opener *o, struct kt_question *q, int n, un
  * call answers ENOENT without making it. */
 #define KT_BIND_ABSENT 3u
 
+/* Whether a file (dev, ino) is the one a server answer's identities name
+ * (only its device for /proc's, KILN_ID_DEV_ONLY). */
+static inline int kt_is_bound_file(uint64_t dev, uint64_t ino, const struct kiln_binding *b)
+{
+	return (b->id_flags & KILN_ID_FILE) && dev == b->dev &&
+	       ((b->id_flags & KILN_ID_DEV_ONLY) || ino == b->ino);
+}
+
 /* Contradicting answers a bound call takes before it fails with ENOENT. */
 #define KT_BIND_TRIES 4
+
+/* openat2(AT_FDCWD, abs, how) of the absolute clean path of length n in a
+ * question buffer, with "/" put after it while it runs when tail is set
+ * (the caller's path ended in "/" or "/.": the kernel wants a directory);
+ * -ENOSYS, remembered, where the kernel has no openat2. The fd or -errno. */
+struct open_how;
+long kt_openat2_at_tail(char *abs, size_t n, int tail, const struct open_how *how);
 
 /* Whether `real` is libc's own function (no preload library stacked after
  * kiln's wraps it), remembered in *known (0 not known yet, 1 libc's, 2 not;

@@ -92,26 +92,15 @@ static long by_fd(const struct kt_statter *s, long fd)
 	return kt_sys4(SYS_newfstatat, fd, "", s->buf, AT_EMPTY_PATH);
 }
 
-/* abs: the absolute clean path of length n in a question buffer (its bytes
- * after it are scratch: "/" goes there when the caller's path ended in "/"
- * or "/.", for the kernel wants a directory then). */
+/* abs, n, tail: as for kt_openat2_at_tail. */
 static long stat_no_symlinks(const struct kt_statter *s, char *abs, size_t n, int tail,
 			     int nofollow)
 {
-	if (atomic_load_explicit(&kt_no_openat2, memory_order_relaxed))
-		return UNUSABLE;
 	struct open_how how = {
 		.flags = O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0),
 		.resolve = RESOLVE_NO_SYMLINKS,
 	};
-	if (tail) {
-		abs[n] = '/';
-		abs[n + 1] = '\0';
-	}
-	long fd = kt_sys4(SYS_openat2, AT_FDCWD, abs, &how, sizeof how);
-	abs[n] = '\0';
-	if (fd == -ENOSYS)
-		atomic_store_explicit(&kt_no_openat2, 1, memory_order_relaxed);
+	long fd = kt_openat2_at_tail(abs, n, tail, &how);
 	/* No fd to spare (EMFILE, ENFILE) is no answer about the path. */
 	if (fd == -ENOSYS || fd == -EINVAL || fd == -E2BIG || fd == -EAGAIN || fd == -EXDEV ||
 	    fd == -EMFILE || fd == -ENFILE)
@@ -157,19 +146,15 @@ static void put_back(const struct kt_statter *s, const struct kept *k)
 	memcpy(s->buf, &k->b, k->size); /* the real call wrote it: it is writable */
 }
 
-static int same_file(const struct kt_statter *s, const struct kiln_binding *b)
+/* The file the call's result names. */
+static int read_bound_file(const struct kt_statter *s, const struct kiln_binding *b)
 {
-	uint64_t dev, ino;
 	if (is_statx(s)) {
 		const struct statx *x = s->buf;
-		dev = makedev(x->stx_dev_major, x->stx_dev_minor);
-		ino = x->stx_ino;
-	} else {
-		const struct stat *st = s->buf;
-		dev = st->st_dev;
-		ino = st->st_ino;
+		return kt_is_bound_file(makedev(x->stx_dev_major, x->stx_dev_minor), x->stx_ino, b);
 	}
-	return dev == b->dev && ((b->id_flags & KILN_ID_DEV_ONLY) || ino == b->ino);
+	const struct stat *st = s->buf;
+	return kt_is_bound_file(st->st_dev, st->st_ino, b);
 }
 
 static long stat_ident(const struct kt_statter *s, const struct kiln_binding *b)
@@ -180,7 +165,7 @@ static long stat_ident(const struct kt_statter *s, const struct kiln_binding *b)
 		r = call(s);
 	if (r < 0)
 		return r; /* nothing read: the errno says no more than an absent file's */
-	if ((b->id_flags & KILN_ID_FILE) && same_file(s, b))
+	if (read_bound_file(s, b))
 		return 0;
 	put_back(s, &k);
 	return AGAIN;

@@ -177,8 +177,9 @@ static inline unsigned kt_rename_to_class(unsigned flags)
 		return 0;                                                      \
 	} while (0)
 
-/* The stat forms: the check bound to the file read (kt_stat_bound). */
-#define KT_HOOK_STAT(name, via, params, args, ver_, dirfd_, path_, flags_, mask_, buf_) \
+/* A call that returns 0 or -1, bound to the file it reads (expr: its
+ * kt_*_bound call, which may use `real` and kt_direct_##name). */
+#define KT_HOOK_BOUND(name, params, args, expr)                                \
 	static KT_HOT void *_Atomic kt_real_##name;                            \
 	static KT_HOT _Atomic int kt_direct_##name;                            \
 	KT_EXPORT int name params                                              \
@@ -191,29 +192,22 @@ static inline unsigned kt_rename_to_class(unsigned flags)
 		}                                                              \
 		if (kt_guard)                                                  \
 			return real args;                                      \
-		struct kt_statter kt_s = { KT_SVIA_##via, (void *)real, &kt_direct_##name, \
-					   (ver_), (dirfd_), (path_), (flags_), (mask_), (buf_) }; \
-		KT_RETURN_BOUND(kt_stat_bound(&kt_s));                         \
+		KT_RETURN_BOUND(expr);                                         \
 	}
 
-/* The access forms: the check bound to the file asked about (kt_access_bound). */
+/* The stat forms: bound to the file read (kt_stat_bound). */
+#define KT_HOOK_STAT(name, via, params, args, ver_, dirfd_, path_, flags_, mask_, buf_) \
+	KT_HOOK_BOUND(name, params, args,                                      \
+		      kt_stat_bound(&(struct kt_statter){ KT_SVIA_##via, (void *)real, \
+							  &kt_direct_##name, (ver_), (dirfd_), \
+							  (path_), (flags_), (mask_), (buf_) }))
+
+/* The access forms: bound to the file asked about (kt_access_bound). */
 #define KT_HOOK_ACCESS(name, via, params, args, dirfd_, path_, mode_, flags_)  \
-	static KT_HOT void *_Atomic kt_real_##name;                            \
-	static KT_HOT _Atomic int kt_direct_##name;                            \
-	KT_EXPORT int name params                                              \
-	{                                                                      \
-		typedef int (*kt_fn) params;                                   \
-		kt_fn real = (kt_fn)kt_real(&kt_real_##name, #name);           \
-		if (!real) {                                                   \
-			errno = ENOSYS;                                        \
-			return -1;                                             \
-		}                                                              \
-		if (kt_guard)                                                  \
-			return real args;                                      \
-		struct kt_accesser kt_a = { KT_AVIA_##via, (void *)real, &kt_direct_##name, \
-					    (dirfd_), (path_), (mode_), (flags_) }; \
-		KT_RETURN_BOUND(kt_access_bound(&kt_a));                       \
-	}
+	KT_HOOK_BOUND(name, params, args,                                      \
+		      kt_access_bound(&(struct kt_accesser){ KT_AVIA_##via, (void *)real, \
+							     &kt_direct_##name, (dirfd_), \
+							     (path_), (mode_), (flags_) }))
 
 #define KT_HOOK_GLIBC(ret, name, params, args, denial, set)                    \
 	static KT_HOT void *_Atomic kt_real_##name;                            \
