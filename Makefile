@@ -203,6 +203,9 @@ PRELOAD_LDFLAGS = $(filter-out -Wl$(comma)-z$(comma)now -Wl$(comma)-znow,$(LDFLA
 # Each function in a section of its own, so that src/trace/hot-text.ld can
 # pack the code every traced process runs into one or two 64 KiB windows.
 $(call objnosan,$(TRACE_SRC) $(SHM_SRC) $(IPC_SRC)): NOSAN_CFLAGS += -ffunction-sections
+# src/shm in the preload (and audit) library makes raw system calls
+# (src/shm/sys.h says why).
+$(call objnosan,$(SHM_SRC)): NOSAN_CFLAGS += -DKILN_SHM_RAW_SYSCALLS
 PRELOAD_HOT := src/trace/hot-text.ld
 $(PRELOAD): $(call objnosan,$(TRACE_SRC) $(SHM_SRC) $(IPC_SRC)) $(PRELOAD_MAP) $(PRELOAD_HOT)
 	$(CC) -shared -nostartfiles -Wl,-z,defs -Wl,-Bsymbolic-functions -Wl,-z,noseparate-code \

@@ -10,6 +10,7 @@
 
 #include "shm/errbuf.h"
 #include "shm/layout.h"
+#include "shm/sys.h"
 
 struct shmmap_header *shmmap_hdr(const struct shmmap *m)
 {
@@ -25,11 +26,8 @@ int shmmap_ensure_safe(struct shmmap *m, uint64_t end)
 		return -1;
 	/* The file may have grown since we last looked: only its real size, never
 	 * a number read from shared memory, says which pages are backed. */
-	int saved = errno;
 	struct stat st;
-	int rc = fstat(m->fd, &st);
-	errno = saved;
-	if (rc != 0 || st.st_size < 0)
+	if (shm_sys_fstat(m->fd, &st) != 0 || st.st_size < 0)
 		return -1;
 	uint64_t real = (uint64_t)st.st_size;
 	if (real > m->map_len)
@@ -144,12 +142,12 @@ static int attach(struct shmmap *m, int fd, int own, const char *path, int mode,
 	m->fd = -1;
 
 	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		int saved = errno;
+	long r = shm_sys_fstat(fd, &st);
+	if (r != 0) {
 		describe(&e, path, fd);
 		shm_eb_str(&e, "cannot stat");
-		shm_eb_errno(&e, saved);
-		errno = saved;
+		shm_eb_errno(&e, (int)-r);
+		errno = (int)-r;
 		return -1;
 	}
 	if (!S_ISREG(st.st_mode)) {
@@ -161,9 +159,9 @@ static int attach(struct shmmap *m, int fd, int own, const char *path, int mode,
 	struct shmmap_header h;
 	memset(&h, 0, sizeof h);
 	if (st.st_size >= (off_t)sizeof h) {
-		ssize_t n = pread(fd, &h, sizeof h, 0);
-		if (n != (ssize_t)sizeof h) {
-			int saved = n < 0 ? errno : EIO;
+		long n = shm_sys_pread(fd, &h, sizeof h, 0);
+		if (n != (long)sizeof h) {
+			int saved = n < 0 ? (int)-n : EIO;
 			describe(&e, path, fd);
 			shm_eb_str(&e, "cannot read header");
 			shm_eb_errno(&e, saved);
@@ -182,9 +180,10 @@ static int attach(struct shmmap *m, int fd, int own, const char *path, int mode,
 	}
 
 	int prot = PROT_READ | (mode == SHMMAP_RDWR ? PROT_WRITE : 0);
-	void *base = mmap(NULL, h.max_size, prot, MAP_SHARED | MAP_NORESERVE, fd, 0);
-	if (base == MAP_FAILED) {
-		int saved = errno;
+	long addr = shm_sys_mmap(h.max_size, prot, MAP_SHARED | MAP_NORESERVE, fd);
+	void *base = shm_sys_addr(addr);
+	if (!base) {
+		int saved = (int)-addr;
 		describe(&e, path, fd);
 		shm_eb_str(&e, "cannot map ");
 		shm_eb_u64(&e, h.max_size);
@@ -241,7 +240,7 @@ void shmmap_detach(struct shmmap *m)
 {
 	int saved = errno;
 	if (m->base)
-		munmap(m->base, m->map_len);
+		shm_sys_munmap(m->base, m->map_len);
 	if (m->own_fd && m->fd >= 0)
 		close(m->fd);
 	memset(m, 0, sizeof *m);
@@ -255,8 +254,5 @@ int shmmap_prefault(struct shmmap *m)
 		return -1;
 	shmmap_ensure_safe(m, m->map_len); /* refreshes the known-backed size */
 	uint64_t len = __atomic_load_n(&m->safe_size, __ATOMIC_RELAXED) & ~(uint64_t)4095;
-	int saved = errno;
-	int rc = len ? madvise(m->base, len, MADV_POPULATE_READ) : 0;
-	errno = saved;
-	return rc == 0 ? 0 : -1;
+	return len && shm_sys_madvise(m->base, len, MADV_POPULATE_READ) != 0 ? -1 : 0;
 }

@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 
 #include "trace/kt.h"
-#include "trace/rawsys.h"
+#include "common/rawsys.h"
 
 #define AGAIN (-1000000)
 

@@ -36,7 +36,7 @@
 #include <sys/stat.h>
 
 #include "trace/kt.h"
-#include "trace/rawsys.h"
+#include "common/rawsys.h"
 
 #define AGAIN         (-1000000) /* ask again: the file changed under the call */
 #define UNUSABLE      (-1000001) /* openat2 cannot express this open */

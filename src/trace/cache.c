@@ -34,7 +34,7 @@
 #include <sys/stat.h>
 
 #include "trace/kt.h"
-#include "trace/rawsys.h"
+#include "common/rawsys.h"
 #include "trace/vcache.h"
 
 #define KT_FD_MIN 100

@@ -20,7 +20,7 @@
 #include <sys/un.h>
 
 #include "trace/kt.h"
-#include "trace/rawsys.h"
+#include "common/rawsys.h"
 #include "trace/vcache.h"
 
 #define KT_POOL   8

@@ -8,7 +8,7 @@
 #include <sys/un.h>
 
 #include "trace/kt.h"
-#include "trace/rawsys.h"
+#include "common/rawsys.h"
 
 int kt_check_fd_write(int fd, unsigned access)
 {

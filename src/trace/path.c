@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "trace/kt.h"
-#include "trace/rawsys.h"
+#include "common/rawsys.h"
 
 /* The bytes that end a stretch of ordinary path characters. */
 static const unsigned char stop[256] = { [0] = 1, ['/'] = 1 };

@@ -28,7 +28,7 @@
 #include <sys/sysmacros.h>
 
 #include "trace/kt.h"
-#include "trace/rawsys.h"
+#include "common/rawsys.h"
 
 #define AGAIN    (-1000000)
 #define UNUSABLE (-1000001)

@@ -9,7 +9,7 @@
 #include <sys/prctl.h>
 
 #include "trace/kt.h"
-#include "trace/rawsys.h"
+#include "common/rawsys.h"
 
 extern char **environ;
 

@@ -28,7 +28,7 @@
 #include <ucontext.h>
 
 #include "trace/kt.h"
-#include "trace/rawsys.h"
+#include "common/rawsys.h"
 
 #ifndef PR_SET_SYSCALL_USER_DISPATCH
 #define PR_SET_SYSCALL_USER_DISPATCH 59

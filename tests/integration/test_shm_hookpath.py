@@ -33,3 +33,20 @@ def test_hook_path_calls_only_signal_safe_functions(build_dir, name):
                                   "__sanitizer", "__msan"))}
     assert calls <= ALLOWED, f"{obj.name} calls {sorted(calls - ALLOWED)}"
 
+
+
+# What a traced process's first question runs to attach the map: in the
+# preload library these are raw system calls (src/shm/sys.h), not libc
+# functions whose PLT slots ld.so would resolve on the spot in every
+# process. (open and close: attach by path, and failures; not the trace
+# library's path, which opens the file itself.)
+READER_SYSCALL_WRAPPERS = {"fstat", "fstat64", "pread", "pread64", "mmap", "mmap64", "munmap",
+                           "madvise"}
+
+
+def test_preload_attach_makes_raw_system_calls(build_dir):
+    obj = build_dir / "obj-nosan" / "src" / "shm" / "attach.o"
+    if not obj.exists():
+        pytest.fail(f"{obj} not built")
+    calls = undefined_symbols(obj) & READER_SYSCALL_WRAPPERS
+    assert not calls, f"the preload library's {obj.name} calls libc's {sorted(calls)}"

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "trace/kt.h"
-#include "trace/rawsys.h"
+#include "common/rawsys.h"
 
 #define REAL(name, type) ((type)kt_real(&real_##name, #name))
 static KT_HOT void *_Atomic real_readdir64, *_Atomic real_closedir, *_Atomic real_rewinddir,

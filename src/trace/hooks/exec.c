@@ -23,7 +23,7 @@
 
 #include "trace/execfile.h"
 #include "trace/kt.h"
-#include "trace/rawsys.h"
+#include "common/rawsys.h"
 
 extern char **environ;
 

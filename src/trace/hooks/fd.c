@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "trace/kt.h"
-#include "trace/rawsys.h"
+#include "common/rawsys.h"
 
 #define REAL(name, type) ((type)kt_real(&real_##name, #name))
 

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "trace/kt.h"
-#include "trace/rawsys.h"
+#include "common/rawsys.h"
 
 static KT_HOT void *_Atomic real_fopen, *_Atomic real_fopen64, *_Atomic real_fdopen,
 	*_Atomic real_open64;

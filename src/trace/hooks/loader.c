@@ -30,7 +30,7 @@
 #include <sys/stat.h>
 
 #include "trace/kt.h"
-#include "trace/rawsys.h"
+#include "common/rawsys.h"
 
 extern char **environ;
 extern ElfW(Dyn) _DYNAMIC[] __attribute__((visibility("hidden")));

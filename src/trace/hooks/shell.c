@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "trace/kt.h"
-#include "trace/rawsys.h"
+#include "common/rawsys.h"
 
 extern char **environ;
 

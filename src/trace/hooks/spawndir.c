@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "trace/kt.h"
-#include "trace/rawsys.h"
+#include "common/rawsys.h"
 
 #define ENTRIES 64
 enum { ANCHOR_CWD, ANCHOR_ROOT, ANCHOR_FD };

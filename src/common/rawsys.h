@@ -1,4 +1,5 @@
-/* Raw system calls for the preload library.
+/* Raw system calls for the preload library (src/trace) and for src/shm as
+ * compiled into it (src/shm/sys.h).
  *
  * The hook path must not call libc functions that the library itself hooks
  * (they would re-enter the hooks), nor anything that locks or allocates. So
@@ -6,8 +7,8 @@
  * through these inline wrappers: no errno, the result is the kernel's
  * (negative errno on failure). x86-64 only for now.
  */
-#ifndef KILN_TRACE_RAWSYS_H
-#define KILN_TRACE_RAWSYS_H
+#ifndef KILN_COMMON_RAWSYS_H
+#define KILN_COMMON_RAWSYS_H
 
 #include <stddef.h>
 #include <sys/syscall.h>
