@@ -5,8 +5,8 @@
  * Makefile for those objects) they are raw system calls: that library is
  * bound lazily, and a traced process's first question attached the map
  * through libc's fstat, pread and mmap, three PLT slots resolved by ld.so
- * on the spot (timed in place: 7-14 us for the first, 15-20 us in all, of
- * the 85 us a first question costs; docs/benchmarks.md). Everywhere else
+ * on the spot (timed in place: 7-14 us for the first, 15-20 us in all; a
+ * first question took 104-112 us, 85-94 us since; docs/benchmarks.md). Everywhere else
  * (kiln itself, the unit tests) they are libc's, which sanitizers
  * intercept: a mapping made behind ThreadSanitizer's back keeps the shadow
  * of whatever was mapped there before. */

@@ -34,7 +34,6 @@ def test_hook_path_calls_only_signal_safe_functions(build_dir, name):
     assert calls <= ALLOWED, f"{obj.name} calls {sorted(calls - ALLOWED)}"
 
 
-
 # What a traced process's first question runs to attach the map: in the
 # preload library these are raw system calls (src/shm/sys.h), not libc
 # functions whose PLT slots ld.so would resolve on the spot in every
