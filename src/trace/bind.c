@@ -143,18 +143,24 @@ static int direct(const struct kt_opener *o)
 
 /* ---- NO_SYMLINKS ---------------------------------------------------------- */
 
-long kt_openat2_at_tail(char *abs, size_t n, int tail, const struct open_how *how)
+long kt_openat2(const char *path, const struct open_how *how)
 {
 	if (atomic_load_explicit(&kt_no_openat2, memory_order_relaxed))
 		return -ENOSYS;
+	long fd = kt_sys4(SYS_openat2, AT_FDCWD, path, how, sizeof *how);
+	if (fd == -ENOSYS)
+		atomic_store_explicit(&kt_no_openat2, 1, memory_order_relaxed);
+	return fd;
+}
+
+long kt_openat2_at_tail(char *abs, size_t n, int tail, const struct open_how *how)
+{
 	if (tail) {
 		abs[n] = '/';
 		abs[n + 1] = '\0';
 	}
-	long fd = kt_sys4(SYS_openat2, AT_FDCWD, abs, how, sizeof *how);
+	long fd = kt_openat2(abs, how);
 	abs[n] = '\0';
-	if (fd == -ENOSYS)
-		atomic_store_explicit(&kt_no_openat2, 1, memory_order_relaxed);
 	return fd;
 }
 

@@ -282,20 +282,15 @@ void kt_cache_count_ahead(void)
  * opened (closed again), else -errno. */
 static long open_no_symlinks(const char *path, int nofollow)
 {
-	if (atomic_load_explicit(&kt_no_openat2, memory_order_relaxed))
-		return -ENOSYS;
 	struct open_how how = {
 		.flags = O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0),
 		.resolve = RESOLVE_NO_SYMLINKS,
 	};
-	long fd = kt_sys4(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
-	if (fd >= 0) {
-		kt_close((int)fd);
-		return 1;
-	}
-	if (fd == -ENOSYS)
-		atomic_store_explicit(&kt_no_openat2, 1, memory_order_relaxed);
-	return fd;
+	long fd = kt_openat2(path, &how);
+	if (fd < 0)
+		return fd;
+	kt_close((int)fd);
+	return 1;
 }
 
 int kt_no_symlinks(const char *path, int nofollow)

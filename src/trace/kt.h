@@ -203,11 +203,14 @@ static inline int kt_is_bound_file(uint64_t dev, uint64_t ino, const struct kiln
 /* Contradicting answers a bound call takes before it fails with ENOENT. */
 #define KT_BIND_TRIES 4
 
-/* openat2(AT_FDCWD, abs, how) of the absolute clean path of length n in a
- * question buffer, with "/" put after it while it runs when tail is set
- * (the caller's path ended in "/" or "/.": the kernel wants a directory);
- * -ENOSYS, remembered, where the kernel has no openat2. The fd or -errno. */
+/* openat2(AT_FDCWD, path, how): the fd or -errno; -ENOSYS, remembered
+ * (kt_no_openat2), where the kernel has no openat2. */
 struct open_how;
+long kt_openat2(const char *path, const struct open_how *how);
+
+/* kt_openat2 of the absolute clean path of length n in a question buffer,
+ * with "/" put after it while it runs when tail is set (the caller's path
+ * ended in "/" or "/.": the kernel wants a directory). */
 long kt_openat2_at_tail(char *abs, size_t n, int tail, const struct open_how *how);
 
 /* Whether `real` is libc's own function (no preload library stacked after
