@@ -209,6 +209,7 @@ def micro_summary(runs):
             continue
         res[f"micro_{mode}_ns"] = median(r["ns_per_call"] for r in rs)
         res[f"micro_{mode}_thread_ns"] = median(r["thread_ns_per_call"] for r in rs)
+        res[f"micro_{mode}_cpu_ns"] = median(r["cpu_ns_per_call"] for r in rs)
     first = next((rs[0] for rs in runs.values() if rs), None)
     if first:
         res["micro_paths"] = first["paths"]
@@ -216,6 +217,8 @@ def micro_summary(runs):
     for mode in KILN_VARIANTS:
         if f"micro_{mode}_ns" in res and "micro_native_ns" in res:
             res[f"micro_{mode}_overhead_ns"] = res[f"micro_{mode}_ns"] - res["micro_native_ns"]
+            res[f"micro_{mode}_cpu_overhead_ns"] = (res[f"micro_{mode}_cpu_ns"]
+                                                    - res["micro_native_cpu_ns"])
     cached = [r for r in runs.get("cached", [])]
     if cached and all("cache" in r for r in cached):
         looked = [r["cache"]["hits"] + r["cache"]["misses"] for r in cached]
@@ -282,14 +285,17 @@ def micro_table(res):
     g = res.get
     lines = [f"micro: {g('micro_workers', 0):.0f} threads (4 processes x 2) stat/open/close "
              f"{g('micro_paths', 0):.0f} registry-managed paths; ns per call (core time)",
-             f"{'mode':26} {'ns/call':>8} {'over native':>11} {'thread ns':>9} {'hit rate':>8}"]
+             f"{'mode':26} {'ns/call':>8} {'over native':>11} {'thread ns':>9} {'hit rate':>8} "
+             f"{'CPU ns':>8} {'over native':>11}"]
     for mode, label in (("native", "native"), ("cached", "kiln trace"),
                         ("nocache", "kiln trace --no-cache")):
-        over = g(f"micro_{mode}_overhead_ns")
+        over, cpu_over = g(f"micro_{mode}_overhead_ns"), g(f"micro_{mode}_cpu_overhead_ns")
         hit = fmt(g("micro_hit_rate"), ".1%") if mode == "cached" else ""
         lines.append(f"{label:26} {fmt(g(f'micro_{mode}_ns'), '8.1f'):>8} "
                      f"{fmt(over, '11.1f') if mode != 'native' else '':>11} "
-                     f"{fmt(g(f'micro_{mode}_thread_ns'), '9.1f'):>9} {hit:>8}")
+                     f"{fmt(g(f'micro_{mode}_thread_ns'), '9.1f'):>9} {hit:>8} "
+                     f"{fmt(g(f'micro_{mode}_cpu_ns'), '8.1f'):>8} "
+                     f"{fmt(cpu_over, '11.1f') if mode != 'native' else '':>11}")
     return lines
 
 

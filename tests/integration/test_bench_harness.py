@@ -124,10 +124,12 @@ def test_json_holds_every_required_figure_flat(tmp_path):
     res = {}
     for w in ("hello", "zlib"):
         res.update(tr.build_summary(w, fake_runs(with_cache=False)))
-    micro = {m: [{"ns_per_call": n, "thread_ns_per_call": 4 * n, "paths": 3, "workers": 8}]
+    micro = {m: [{"ns_per_call": n, "thread_ns_per_call": 4 * n, "cpu_ns_per_call": n - 100,
+                  "paths": 3, "workers": 8}]
              for m, n in (("native", 700.0), ("cached", 800.0), ("nocache", 9000.0))}
     res.update(tr.micro_summary(micro))
     assert res["micro_cached_overhead_ns"] == 100.0
+    assert res["micro_cached_cpu_ns"] == 700.0 and res["micro_cached_cpu_overhead_ns"] == 100.0
     res["spawn_over_empty_us"] = 21.5
     out = tmp_path / "trace.json"
     tr.write_flat_json(str(out), res)
@@ -165,7 +167,7 @@ def test_micro_binary_runs_with_a_tiny_count(tmp_path):
     assert r.returncode == 0, r.stderr
     got = tr.key_values(r.stdout, "trace_micro")
     assert got["paths"] == 3 and got["workers"] == 4 and got["calls"] == 36
-    assert got["ns_per_call"] > 0 and got["thread_ns_per_call"] > 0
+    assert got["ns_per_call"] > 0 and got["thread_ns_per_call"] > 0 and got["cpu_ns_per_call"] > 0
     # A path it cannot reach fails the run and is named.
     lst.write_text("\n".join(files + [str(tmp_path / "missing")]) + "\n")
     r = run([MICRO, lst, 2, 2, 1])
