@@ -99,16 +99,29 @@ static void mark_pid(int pid)
 	set_pid_bit(pid);
 }
 
-/* The statistics file: optional (without it nothing is counted). */
-static void attach_counters(const char *path)
+/* Opens the statistics file: the map's path with VC_COUNTERS_SUFFIX. That
+ * path is in the run directory, whose socket's path fits a sockaddr_un
+ * (108 bytes; kiln trace refuses a longer one), so a small buffer holds
+ * it: this runs once per process at the bottom of the first question's
+ * stack, below its question buffer, where a path buffer of PATH_MAX made
+ * one stack page fault more in about half of the processes
+ * (docs/benchmarks.md, the twenty-second session). */
+static long open_counters(const char *path)
 {
-	char p[KT_PATH_BUF + sizeof VC_COUNTERS_SUFFIX];
+	char p[256];
 	size_t l = strlen(path);
 	if (l + sizeof VC_COUNTERS_SUFFIX > sizeof p)
-		return;
+		return -ENAMETOOLONG;
 	memcpy(p, path, l);
 	memcpy(p + l, VC_COUNTERS_SUFFIX, sizeof VC_COUNTERS_SUFFIX);
-	long fd = kt_sys4(SYS_openat, AT_FDCWD, p, O_RDWR | O_CLOEXEC, 0);
+	return kt_sys4(SYS_openat, AT_FDCWD, p, O_RDWR | O_CLOEXEC, 0);
+}
+
+/* The statistics file: optional (without it nothing is counted). Not
+ * inlined: it runs once per process, get() on every question. */
+static __attribute__((noinline)) void attach_counters(const char *path)
+{
+	long fd = open_counters(path);
 	if (fd < 0)
 		return;
 	struct stat st;
