@@ -90,12 +90,37 @@ static void test_tmpdir_then_tmp_without_tmpfs(void **state)
 		assert_string_equal(trace_rundir_base_of("/var/tmp", "/var/tmp", NULL), "/tmp");
 }
 
+/* DIR/kiln-trace.XXXXXX/socket must fit a sockaddr_un (108 bytes): a base
+ * too long for it would make kiln trace fail. */
+static void test_a_base_too_long_for_the_socket_is_passed_over(void **state)
+{
+	(void)state;
+	char tmpdir[128];
+	memset(tmpdir, 'd', sizeof tmpdir - 1);
+	tmpdir[0] = '/';
+	tmpdir[sizeof tmpdir - 1] = '\0';
+	assert_string_equal(trace_rundir_base_of(NULL, NULL, tmpdir), "/tmp");
+	tmpdir[82] = '\0'; /* 82 + 25 + NUL = 108 bytes: fits */
+	assert_string_equal(trace_rundir_base_of(NULL, NULL, tmpdir), tmpdir);
+	tmpdir[82] = 'd';
+	tmpdir[83] = '\0';
+	assert_string_equal(trace_rundir_base_of(NULL, NULL, tmpdir), "/tmp");
+	need_shm();
+	char runtime[192];
+	snprintf(runtime, sizeof runtime, "%s/%0100d", shm_dir, 0);
+	assert_int_equal(mkdir(runtime, 0700), 0);
+	setenv("XDG_RUNTIME_DIR", runtime, 1);
+	assert_string_equal(trace_rundir_base(), "/dev/shm");
+	assert_int_equal(rmdir(runtime), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_private_tmpfs_runtime_dir_first),
 		cmocka_unit_test(test_shared_or_disk_runtime_dir_is_passed_over),
 		cmocka_unit_test(test_tmpdir_then_tmp_without_tmpfs),
+		cmocka_unit_test(test_a_base_too_long_for_the_socket_is_passed_over),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

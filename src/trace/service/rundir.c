@@ -12,6 +12,7 @@
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "ipc/proto.h"
@@ -30,13 +31,22 @@ static bool usable_tmpfs(const char *dir)
 	return (st.st_mode & S_ISVTX) != 0;
 }
 
+/* The run directory's socket, DIR/kiln-trace.XXXXXX/socket, must fit a
+ * sockaddr_un: a longer base would make kiln trace fail, not just pick
+ * another place. */
+static bool short_enough(const char *dir)
+{
+	static const char tail[] = "/kiln-trace.XXXXXX/socket";
+	return strlen(dir) + sizeof tail <= sizeof(((struct sockaddr_un *)0)->sun_path);
+}
+
 const char *trace_rundir_base_of(const char *runtime_dir, const char *shm_dir, const char *tmpdir)
 {
-	if (usable_tmpfs(runtime_dir))
+	if (usable_tmpfs(runtime_dir) && short_enough(runtime_dir))
 		return runtime_dir;
-	if (usable_tmpfs(shm_dir))
+	if (usable_tmpfs(shm_dir) && short_enough(shm_dir))
 		return shm_dir;
-	return tmpdir && tmpdir[0] == '/' ? tmpdir : "/tmp";
+	return tmpdir && tmpdir[0] == '/' && short_enough(tmpdir) ? tmpdir : "/tmp";
 }
 
 const char *trace_rundir_base(void)

@@ -11,7 +11,9 @@
  * its verdict cache and statistics file from, so a memory file system when
  * there is one ($XDG_RUNTIME_DIR, else /dev/shm: no page-cache writeback of
  * the map, no file-system work when a process first writes a page of the
- * statistics file), else $TMPDIR, else /tmp. Returns a static string. */
+ * statistics file), else $TMPDIR, else /tmp; a directory too long for the
+ * run directory's socket path (a sockaddr_un) is passed over. Returns a
+ * static string. */
 const char *trace_rundir_base(void);
 /* The same choice among given candidates (NULL: none): one of them. */
 const char *trace_rundir_base_of(const char *runtime_dir, const char *shm_dir, const char *tmpdir);
