@@ -101,7 +101,7 @@ static void mark_pid(int pid)
 
 /* Opens the statistics file: the map's path with VC_COUNTERS_SUFFIX. That
  * path is in the run directory, whose socket's path fits a sockaddr_un
- * (108 bytes; kiln trace refuses a longer one), so a small buffer holds
+ * (108 bytes: kiln trace makes it only where that fits), so a small buffer holds
  * it: this runs once per process at the bottom of the first question's
  * stack, below its question buffer, where a path buffer of PATH_MAX made
  * one stack page fault more in about half of the processes
