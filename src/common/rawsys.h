@@ -38,6 +38,13 @@ static inline long kt_sys6(long n, long a, long b, long c, long d, long e, long 
 #define kt_sys5(n, a, b, c, d, e) \
 	kt_sys6((n), (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), 0)
 
+/* Whether a raw system call's result is an error (-4095..-1): the one test
+ * for calls such as mmap whose successes are not all non-negative ints. */
+static inline int kt_sys_failed(long r)
+{
+	return r < 0 && r > -4096;
+}
+
 static inline int kt_getpid(void) { return (int)kt_sys0(SYS_getpid); }
 static inline long kt_close(int fd) { return kt_sys1(SYS_close, fd); }
 static inline long kt_write(int fd, const void *buf, size_t n)

@@ -130,7 +130,7 @@ static __attribute__((noinline)) void attach_counters(const char *path)
 	if (r == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size >= sizeof(struct vc_counters))
 		addr = kt_sys6(SYS_mmap, 0, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	kt_close((int)fd);
-	if (addr < 0 && addr > -4096)
+	if (kt_sys_failed(addr))
 		return;
 	struct vc_counters *c = (struct vc_counters *)addr;
 	uint64_t room = ((uint64_t)st.st_size - sizeof *c) / sizeof(uint64_t);

@@ -169,7 +169,7 @@ static struct dslot *slot_claim(DIR *d)
 			if (!s->buf) {
 				long p = kt_sys6(SYS_mmap, 0, SLOT_BUF, PROT_READ | PROT_WRITE,
 						 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-				if (p < 0 && p > -4096) {
+				if (kt_sys_failed(p)) {
 					atomic_store(&s->owner, NULL);
 					return NULL;
 				}

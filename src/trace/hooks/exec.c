@@ -282,7 +282,7 @@ static void env_build(char *const envp[], struct env *e, char **stack, const cha
 		size_t bytes = need * sizeof(char *);
 		long p = kt_sys6(SYS_mmap, 0, (long)bytes, PROT_READ | PROT_WRITE,
 				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (p < 0 && p > -4096) {
+		if (kt_sys_failed(p)) {
 			/* No memory: keep the program's entries that fit. */
 			n = ENV_STACK - nk - 4;
 		} else {

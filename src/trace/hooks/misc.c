@@ -89,7 +89,7 @@ ssize_t getdents64(int fd, void *buf, size_t count);
 
 static long sys_result(long r)
 {
-	if (r < 0 && r > -4096) {
+	if (kt_sys_failed(r)) {
 		errno = (int)-r;
 		return -1;
 	}
