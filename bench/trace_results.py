@@ -128,25 +128,11 @@ def build_summary(w, runs, processes=None):
     # With it, the interval that holds the true median difference at 90%
     # or more (median_interval), and the added-time ratio that interval
     # still guarantees: the run's noise next to its figure.
-    empty = runs.get("empty")
-    over = {}
-    for v in REPORT_VARIANTS:
-        rs = runs.get(v)
-        if empty and rs and len(rs) == len(empty):
-            diffs = [r["wall"] - e["wall"] for r, e in zip(rs, empty)]
-            over[v] = median(diffs)
-            lo, hi, cover = median_interval(diffs)
-            res[f"{w}_{v}_over_empty_s"] = over[v]
-            res[f"{w}_{v}_over_empty_lo_s"] = lo
-            res[f"{w}_{v}_over_empty_hi_s"] = hi
-            res[f"{w}_over_empty_confidence"] = cover
-    # hello_added_ratio (a rebuild), hello_cold_added_ratio (a first build)
-    for v, name in (("cached", "added_ratio"), ("cold", "cold_added_ratio")):
-        if v in over and "nocache" in over and over[v] > 0:
-            res[f"{w}_{name}"] = over["nocache"] / over[v]
-            hi = res[f"{w}_{v}_over_empty_hi_s"]
-            if hi > 0:
-                res[f"{w}_{name}_lo"] = max(0.0, res[f"{w}_nocache_over_empty_lo_s"]) / hi
+    res.update(paired_over_empty(w, runs, "wall", ""))
+    # The same of the builds' CPU time (every process's user + system, the
+    # server's included): what kiln costs the machine, without the idle
+    # gaps and scheduling order that move a -j2 build's wall time.
+    res.update(paired_over_empty(w, runs, "cpu", "_cpu"))
     for v in REPORT_VARIANTS:
         rs = runs.get(v)
         if not rs:
@@ -172,6 +158,33 @@ def build_summary(w, runs, processes=None):
     # runs show another sandbox: checked against each other only.
     for name, kiln_runs in compared_runs(runs):
         res[f"{w}_{name}"] = sum(r["findings"] != kiln_runs[0]["findings"] for r in kiln_runs)
+    return res
+
+
+def paired_over_empty(w, runs, measure, tag):
+    """{w}_{v}{tag}_over_empty_s (and _lo_s, _hi_s) of each kiln variant v,
+    {w}{tag}_over_empty_confidence, and the ratios of --no-cache's addition
+    to a rebuild's ({w}_added{tag}_ratio) and to a first build's
+    ({w}_cold_added{tag}_ratio), each with the _lo its intervals still
+    guarantee: runs[v][i][measure] paired with runs["empty"][i][measure]."""
+    res, over = {}, {}
+    empty = runs.get("empty")
+    for v in REPORT_VARIANTS:
+        rs = runs.get(v)
+        if empty and rs and len(rs) == len(empty):
+            diffs = [r[measure] - e[measure] for r, e in zip(rs, empty)]
+            over[v] = median(diffs)
+            lo, hi, cover = median_interval(diffs)
+            res[f"{w}_{v}{tag}_over_empty_s"] = over[v]
+            res[f"{w}_{v}{tag}_over_empty_lo_s"] = lo
+            res[f"{w}_{v}{tag}_over_empty_hi_s"] = hi
+            res[f"{w}{tag}_over_empty_confidence"] = cover
+    for v, name in (("cached", f"added{tag}_ratio"), ("cold", f"cold_added{tag}_ratio")):
+        if v in over and "nocache" in over and over[v] > 0:
+            res[f"{w}_{name}"] = over["nocache"] / over[v]
+            hi = res[f"{w}_{v}{tag}_over_empty_hi_s"]
+            if hi > 0:
+                res[f"{w}_{name}_lo"] = max(0.0, res[f"{w}_nocache{tag}_over_empty_lo_s"]) / hi
     return res
 
 
@@ -277,6 +290,16 @@ def build_table(w, title, runs, res):
         lines.append(f"  a first build (--no-recall): {cold:+.3f} s "
                      f"({g(f'{w}_cold_over_empty_lo_s'):+.3f}..{g(f'{w}_cold_over_empty_hi_s'):+.3f})"
                      + (f", {ratio:.1f}x" if ratio is not None else "")
+                     + (f", at least {lo:.1f}x" if lo is not None and lo > 0 else ""))
+    cached, nocache = g(f"{w}_cached_cpu_over_empty_s"), g(f"{w}_nocache_cpu_over_empty_s")
+    if cached is not None and nocache is not None:
+        ratio, lo = g(f"{w}_added_cpu_ratio"), g(f"{w}_added_cpu_ratio_lo")
+        lines.append(f"  CPU time, paired the same way: kiln {cached:+.3f} s "
+                     f"({g(f'{w}_cached_cpu_over_empty_lo_s'):+.3f}.."
+                     f"{g(f'{w}_cached_cpu_over_empty_hi_s'):+.3f}), --no-cache {nocache:+.3f} s "
+                     f"({g(f'{w}_nocache_cpu_over_empty_lo_s'):+.3f}.."
+                     f"{g(f'{w}_nocache_cpu_over_empty_hi_s'):+.3f})"
+                     + (f": {ratio:.1f}x" if ratio is not None else "")
                      + (f", at least {lo:.1f}x" if lo is not None and lo > 0 else ""))
     return lines
 

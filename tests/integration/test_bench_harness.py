@@ -219,6 +219,36 @@ def test_time_kiln_adds_is_paired_by_round_against_the_empty_preload():
     assert "hello_cached_over_empty_s" not in res and "hello_added_ratio" not in res
 
 
+def test_cpu_time_kiln_adds_is_paired_like_wall_time():
+    # The builds' CPU time (every process's, the server's included) is
+    # paired by round too: a -j2 build's wall time also moves with idle
+    # gaps and scheduling order that CPU time does not hold.
+    runs = fake_runs(with_cache=True)
+    for v, add in (("empty", [0.0, 2.0, 0.1]), ("cached", [0.05, 2.02, 0.2]),
+                   ("cold", [0.1, 2.1, 0.2]), ("nocache", [1.0, 3.1, 1.2])):
+        for r, a in zip(runs[v], add):
+            r["cpu"] = 8.0 + a
+    res = tr.build_summary("hello", runs)
+    assert res["hello_cached_cpu_over_empty_s"] == pytest.approx(0.05)
+    assert (res["hello_cached_cpu_over_empty_lo_s"], res["hello_cached_cpu_over_empty_hi_s"]) == \
+        pytest.approx((0.02, 0.1))
+    assert res["hello_nocache_cpu_over_empty_s"] == pytest.approx(1.1)
+    assert res["hello_cpu_over_empty_confidence"] == pytest.approx(0.75)
+    assert res["hello_added_cpu_ratio"] == pytest.approx(1.1 / 0.05)
+    assert res["hello_added_cpu_ratio_lo"] == pytest.approx(1.0 / 0.1)
+    assert res["hello_cold_added_cpu_ratio"] == pytest.approx(1.1 / 0.1)
+    # the wall figures are their own
+    assert res["hello_cached_over_empty_s"] != pytest.approx(0.05)
+    table = "\n".join(tr.build_table("hello", "GNU hello", runs, res))
+    assert ("CPU time, paired the same way: kiln +0.050 s (+0.020..+0.100), "
+            "--no-cache +1.100 s (+1.000..+1.100): 22.0x, at least 10.0x") in table
+    # kiln's CPU below the empty preload's: no ratio
+    for r in runs["cached"]:
+        r["cpu"] -= 1.0
+    res = tr.build_summary("hello", runs)
+    assert "hello_added_cpu_ratio" not in res and "hello_cached_cpu_over_empty_s" in res
+
+
 def test_a_first_build_is_measured_beside_a_rebuild():
     # cold (--no-recall) is paired against the empty preload like cached,
     # with its own ratio to --no-cache's addition, and its findings must
