@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -265,6 +266,40 @@ static void memo_off_by_environment(void **state)
 	assert_int_equal(f->sbx.node_hits, 0);
 }
 
+/* sandbox_lstat, for those who resolve the build's paths after it (the
+ * packages it touched): what a walk saw of a managed node, without a
+ * system call; anything else asked of the system. */
+static void lstat_after_a_walk_comes_from_the_node_memo(void **state)
+{
+	struct fixture *f = *state;
+	touch("/managed/kept.h");
+	touch("/build/gone.c");
+	assert_int_equal(decide(f, "/managed/kept.h", KILN_A_READ, 0)->verdict, KILN_V_ALLOW);
+	assert_int_equal(decide(f, "/build/gone.c", KILN_A_READ, 0)->verdict, KILN_V_ALLOW);
+	struct stat before, st;
+	assert_int_equal(lstat(at("/managed/kept.h"), &before), 0);
+	size_t hits = f->sbx.node_hits;
+	/* (A managed tree does not change while a build runs: removed here
+	 * only to show where the answer comes from.) */
+	assert_int_equal(unlink(at("/managed/kept.h")), 0);
+	assert_int_equal(sandbox_lstat(&f->sbx, at("/managed/kept.h"), &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_ino, before.st_ino);
+	assert_int_equal(st.st_dev, before.st_dev);
+	assert_int_equal(f->sbx.node_hits, hits + 1);
+	assert_int_equal(unlink(at("/build/gone.c")), 0);
+	errno = 0;
+	assert_int_equal(sandbox_lstat(&f->sbx, at("/build/gone.c"), &st), -1);
+	assert_int_equal(errno, ENOENT);
+	/* a managed node no walk saw: asked, then kept as a walk's would be */
+	touch("/managed/later.h");
+	assert_int_equal(sandbox_lstat(&f->sbx, at("/managed/later.h"), &st), 0);
+	assert_int_equal(unlink(at("/managed/later.h")), 0);
+	assert_int_equal(sandbox_lstat(&f->sbx, at("/managed/later.h"), &st), 0);
+	assert_int_equal(f->sbx.node_hits, hits + 2);
+	assert_int_equal(f->sbx.walk_hits, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -274,6 +309,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_write_into_a_managed_tree_forgets, setup, teardown),
 		cmocka_unit_test_setup_teardown(managed_nodes_are_looked_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(memo_off_by_environment, setup, teardown),
+		cmocka_unit_test_setup_teardown(lstat_after_a_walk_comes_from_the_node_memo, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

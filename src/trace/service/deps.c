@@ -105,7 +105,7 @@ static int owner(void *ctx, const char *path, char *pkg, size_t pkglen)
 {
 	struct registry_oracle *ro = ctx;
 	int64_t ids[32], *v = ids;
-	int n = registry_owners(ro->reg, path, ids, 32);
+	int n = owners_memo_get(ro->owners, ro->reg, path, ids, 32);
 	if (n < 0)
 		return -1;
 	if (n == 0)
@@ -114,7 +114,7 @@ static int owner(void *ctx, const char *path, char *pkg, size_t pkglen)
 		v = malloc((size_t)n * sizeof *v);
 		if (!v)
 			return -1;
-		int m = registry_owners(ro->reg, path, v, (size_t)n);
+		int m = owners_memo_get(ro->owners, ro->reg, path, v, (size_t)n);
 		if (m < 0 || m > n) {
 			free(v);
 			return -1;

@@ -8,6 +8,7 @@
 
 #include "registry/registry.h"
 #include "trace/service/control.h"
+#include "trace/service/owners.h"
 #include "trace/service/pathtab.h"
 #include "trace/service/sandbox.h"
 
@@ -43,6 +44,7 @@ int trace_deps_closure_named(struct kiln_registry *reg, enum registry_profile pr
 struct registry_oracle {
 	struct kiln_registry *reg;
 	const struct registry_pkgset *closure;
+	struct owners_memo *owners; /* NULL: the registry is asked each time */
 };
 
 /* An oracle answering from the registry and the closure (both must outlive

@@ -413,6 +413,23 @@ out:
 	return rc;
 }
 
+/* Whether what lstat says of node `cur` (clen bytes, under `rule`) holds
+ * for the whole run: it lies in a managed tree, and not under /proc. */
+static bool node_in_managed_tree(const struct sandbox *s, const struct policy_rule *rule,
+				 const char *cur, size_t clen)
+{
+	return rule_stable(s, rule) &&
+	       !(clen >= 5 && !memcmp(cur, "/proc", 5) && (clen == 5 || cur[5] == '/'));
+}
+
+int sandbox_lstat(struct sandbox *s, const char *node, struct stat *st)
+{
+	size_t len = strlen(node);
+	const struct node_seen *seen;
+	return node_lstat(s, node, len,
+			  node_in_managed_tree(s, policy_match(s->policy, node), node, len), st, &seen);
+}
+
 /* Resolves `path` (absolute, shorter than SBX_BUF) into d->node, d->pkg and
  * d->exists, and *w. On WALK_HIDDEN the decision is already marked hidden; on
  * WALK_FAILED, failed. */
@@ -488,8 +505,7 @@ static enum walk_outcome walk(struct sandbox *s, pid_t pid, const char *path, bo
 		cur[clen] = '\0';
 
 		const struct policy_rule *rule = policy_match(s->policy, cur);
-		bool node_stable = rule_stable(s, rule) && !(clen >= 5 && !memcmp(cur, "/proc", 5) &&
-							     (clen == 5 || cur[5] == '/'));
+		bool node_stable = node_in_managed_tree(s, rule, cur, clen);
 		if (!node_stable)
 			w->stable = false;
 		struct stat st;

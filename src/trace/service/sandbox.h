@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "trace/service/pathtab.h"
@@ -101,6 +102,12 @@ void sandbox_free(struct sandbox *s);
  * are forgotten. */
 void sandbox_write_passed(struct sandbox *s, const char *path, unsigned access,
 			  const struct sbx_decision *d);
+
+/* lstat(node) (absolute, canonical) for those who follow the build's walks
+ * after them: from the node memo when a walk kept it there (a node of a
+ * managed tree: it cannot change while the build runs), else the system
+ * call. Only st_mode, st_dev and st_ino are set from the memo. */
+int sandbox_lstat(struct sandbox *s, const char *node, struct stat *st);
 
 /* Decides for `path` (absolute) asked by process `pid` (whose /proc/self it
  * means) with access classes `access` and query flags `qflags`. With

@@ -176,6 +176,7 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	struct trace_service *ts = NULL;
 	struct verdict_cache vc = { 0 };
 	struct touched *touched = NULL;
+	struct owners_memo owners = { .max = OWNERS_MEMO_MAX };
 	struct recall recall = { 0 };
 	int listen_fd = -1, rc = TRACE_SERVER_FAILED;
 	pid_t kiln = getppid();
@@ -203,7 +204,7 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 		goto fail;
 	if (postinst_dirs_add(cfg->policy, reg, &closure, err, sizeof err) < 0)
 		goto fail;
-	struct registry_oracle ro = { .reg = reg, .closure = &closure };
+	struct registry_oracle ro = { .reg = reg, .closure = &closure, .owners = &owners };
 	ts = trace_service_new(cfg->policy, registry_oracle(&ro), cfg->report_only);
 	if (!ts) {
 		snprintf(err, sizeof err, "out of memory");
@@ -217,6 +218,7 @@ int trace_server_main(const struct trace_server_config *cfg, int ready_fd, int l
 	ts->log.ndeclared = ndeclared;
 	/* From the first path logged on (the plans' own, made below). */
 	if (ndeclared && (touched = touched_new(cfg->policy, reg))) {
+		touched_share(touched, &ts->sbx, &owners);
 		ts->touched = touched;
 		ts->log.track_allowed = true;
 		touched_ahead(touched, cfg->profile, declared, ndeclared, &closure);
@@ -391,6 +393,7 @@ fail:
 		verdict_cache_close(&vc);
 	trace_service_free(ts);
 	touched_free(touched);
+	owners_memo_free(&owners);
 	recall_free(&recall);
 	registry_pkgset_free(&closure);
 	free(declared);

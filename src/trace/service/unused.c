@@ -36,6 +36,8 @@ struct resolver {
 	struct pathtab dirs;   /* lexical directory -> canonical directory, or &not_dir */
 	struct pathtab nodes;  /* canonical nodes already counted */
 	struct kiln_registry *reg;
+	struct sandbox *sbx;         /* NULL, or the walks' node memo */
+	struct owners_memo *owners;  /* NULL, or the walks' owners memo */
 	struct registry_pkgset *out;
 	bool stood_in[NSTAND_INS];
 	int failed;
@@ -93,7 +95,7 @@ static void count(struct resolver *r, const char *node, bool dir_link)
 	*slot = &not_dir; /* any non-NULL value */
 	int64_t ids[32];
 	int n = dir_link ? registry_link_owners(r->reg, node, ids, 32)
-			 : registry_owners(r->reg, node, ids, 32);
+			 : owners_memo_get(r->owners, r->reg, node, ids, 32);
 	if (n < 0) {
 		r->failed = 1;
 		return;
@@ -116,6 +118,13 @@ static void count(struct resolver *r, const char *node, bool dir_link)
 
 static char *resolve(struct resolver *r, const char *p, int links);
 
+/* lstat of a canonical node (of a resolved path: not a symlink, so also its
+ * stat), from the walks' node memo when there is one. */
+static int node_lstat(struct resolver *r, const char *node, struct stat *st)
+{
+	return r->sbx ? sandbox_lstat(r->sbx, node, st) : lstat(node, st);
+}
+
 static const char *canon_dir(struct resolver *r, const char *dir, int links)
 {
 	void **slot;
@@ -125,7 +134,7 @@ static const char *canon_dir(struct resolver *r, const char *dir, int links)
 		return known == &not_dir ? NULL : known;
 	char *c = resolve(r, dir, links);
 	struct stat st;
-	if (c && (stat(c, &st) < 0 || !S_ISDIR(st.st_mode))) {
+	if (c && (node_lstat(r, c, &st) < 0 || !S_ISDIR(st.st_mode))) {
 		free(c);
 		c = NULL;
 	}
@@ -162,7 +171,7 @@ static char *resolve(struct resolver *r, const char *p, int links)
 	}
 	char *node = join(pc, name);
 	struct stat st;
-	if (!node || lstat(node, &st) < 0) {
+	if (!node || node_lstat(r, node, &st) < 0) {
 		free(node);
 		return NULL;
 	}
@@ -186,7 +195,7 @@ static char *resolve(struct resolver *r, const char *p, int links)
 	/* A symlink to a directory is a directory of those who list entries
 	 * below it (merged /usr's /lib, listed so by some fifty packages): for
 	 * them it counts as a directory does, not at all. */
-	count(r, node, res && stat(res, &st) == 0 && S_ISDIR(st.st_mode));
+	count(r, node, res && node_lstat(r, res, &st) == 0 && S_ISDIR(st.st_mode));
 	free(node);
 	return res;
 }
@@ -215,6 +224,12 @@ struct touched *touched_new(const struct policy *policy, struct kiln_registry *r
 		return NULL;
 	}
 	return w;
+}
+
+void touched_share(struct touched *w, struct sandbox *sbx, struct owners_memo *owners)
+{
+	w->r.sbx = sbx;
+	w->r.owners = owners;
 }
 
 int touched_ahead(struct touched *w, enum registry_profile profile, const char *const *declared,

@@ -12,7 +12,9 @@
 #include <stddef.h>
 
 #include "registry/registry.h"
+#include "trace/service/owners.h"
 #include "trace/service/policy.h"
+#include "trace/service/sandbox.h"
 #include "trace/service/tracelog.h"
 
 /* The packages owning what the build reached: every path of t->paths that
@@ -31,6 +33,10 @@ int trace_touched_packages(const struct tracelog *t, const struct policy *policy
  * through every path of t->paths. */
 struct touched;
 struct touched *touched_new(const struct policy *policy, struct kiln_registry *reg);
+/* What the build's walks already found out, used instead of asking again:
+ * the sandbox's node memo (for lstat) and the oracle's owners memo. Both
+ * must outlive w. */
+void touched_share(struct touched *w, struct sandbox *sbx, struct owners_memo *owners);
 /* touched_update() also works out, once no path is left to resolve, the
  * closures trace_unused_deps() will need (struct unused_ahead, below), one
  * a call; the end takes them from touched_rests(). 0, or -1 out of memory
