@@ -610,12 +610,12 @@ static int run_trace(struct opts *op)
 	}
 	cli_config_free(&cfg);
 
-	snprintf(rundir, sizeof rundir, "%s/kiln-trace.XXXXXX", trace_rundir_base());
+	snprintf(rundir, sizeof rundir, "%s/" TRACE_RUNDIR_TEMPLATE, trace_rundir_base());
 	if (!mkdtemp(rundir)) {
 		fprintf(stderr, "kiln trace: cannot create a run directory %s: %s\n", rundir, strerror(errno));
 		goto fail;
 	}
-	if (snprintf(sock, sizeof sock, "%s/socket", rundir) >= (int)sizeof sock ||
+	if (snprintf(sock, sizeof sock, "%s/" TRACE_RUNDIR_SOCKET, rundir) >= (int)sizeof sock ||
 	    snprintf(cache, sizeof cache, "%s/verdicts", rundir) >= (int)sizeof cache) {
 		fprintf(stderr, "kiln trace: run directory path %s is too long\n", rundir);
 		remove_run_dir(rundir);

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "registry/import.h"
+#include "manifest_db.h"
 #include "registry/query.h"
 #include "registry/registry.h"
 #include "trace/service/owners.h"
@@ -24,22 +24,10 @@ static char dir[PATH_MAX];
 
 static int import(const char *name, const char *text)
 {
-	char manifest[PATH_MAX + 64], db[PATH_MAX + 64], err[1024];
+	char manifest[PATH_MAX + 64], db[PATH_MAX + 64];
 	snprintf(manifest, sizeof manifest, "%s/%s.manifest", dir, name);
 	snprintf(db, sizeof db, "%s/%s.db", dir, name);
-	FILE *f = fopen(manifest, "w");
-	if (!f)
-		return -1;
-	fputs(text, f);
-	fclose(f);
-	struct registry_import_opts o = { 0 };
-	struct registry_import_result r;
-	const char *files[] = { manifest };
-	if (registry_import_manifests(db, files, 1, &o, &r, err, sizeof err)) {
-		fprintf(stderr, "import: %s\n", err);
-		return -1;
-	}
-	return 0;
+	return manifest_db(manifest, text, db, NULL);
 }
 
 static int setup(void **state)

@@ -14,11 +14,12 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "manifest_db.h"
 #include "registry/import.h"
 #include "registry/query.h"
 #include "registry/registry.h"
 
-static char dir[PATH_MAX], db[PATH_MAX + 32], manifest[PATH_MAX + 32];
+static char dir[PATH_MAX], db[PATH_MAX + 32];
 
 static const char manifest_text[] =
 	"# test packages\n"
@@ -75,20 +76,11 @@ static int setup(void **state)
 	if (!mkdtemp(dir))
 		return -1;
 	snprintf(db, sizeof db, "%s/sub/registry.db", dir);
+	char manifest[PATH_MAX + 32];
 	snprintf(manifest, sizeof manifest, "%s/test.manifest", dir);
-	FILE *f = fopen(manifest, "w");
-	if (!f)
-		return -1;
-	fputs(manifest_text, f);
-	fclose(f);
-	struct registry_import_opts o = { 0 };
 	struct registry_import_result r;
-	char err[1024];
-	const char *files[] = { manifest };
-	if (registry_import_manifests(db, files, 1, &o, &r, err, sizeof err)) {
-		fprintf(stderr, "import: %s\n", err);
+	if (manifest_db(manifest, manifest_text, db, &r) < 0)
 		return -1;
-	}
 	return r.packages == 7 ? 0 : -1;
 }
 

@@ -23,7 +23,7 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
-#include "registry/import.h"
+#include "manifest_db.h"
 #include "registry/internal.h"
 #include "registry/registry.h"
 
@@ -31,25 +31,6 @@ static char dir[PATH_MAX], db[PATH_MAX + 32], other[PATH_MAX + 32], work[PATH_MA
 static char err[2048];
 
 #define FOO_H "/usr/include/foo.h"
-
-static int import(const char *target, const char *text)
-{
-	char manifest[PATH_MAX + 32];
-	snprintf(manifest, sizeof manifest, "%s/m.manifest", dir);
-	FILE *f = fopen(manifest, "w");
-	if (!f)
-		return -1;
-	fputs(text, f);
-	fclose(f);
-	struct registry_import_opts o = { 0 };
-	struct registry_import_result r;
-	const char *files[] = { manifest };
-	if (registry_import_manifests(target, files, 1, &o, &r, err, sizeof err)) {
-		fprintf(stderr, "import: %s\n", err);
-		return -1;
-	}
-	return 0;
-}
 
 static sigset_t sigio_set(void)
 {
@@ -76,8 +57,12 @@ static int setup(void **state)
 	snprintf(db, sizeof db, "%s/registry.db", dir);
 	snprintf(other, sizeof other, "%s/other.db", dir);
 	snprintf(work, sizeof work, "%s/work.db", dir);
-	if (import(db, "Package: libfoo-dev\nVersion: 1\nFiles:\n /usr/\n /usr/include/\n " FOO_H "\n") ||
-	    import(other, "Package: base\nVersion: 1\nEssential: yes\nFiles:\n /usr/\n /usr/bin/\n"))
+	char manifest[PATH_MAX + 32];
+	snprintf(manifest, sizeof manifest, "%s/m.manifest", dir);
+	if (manifest_db(manifest, "Package: libfoo-dev\nVersion: 1\nFiles:\n /usr/\n /usr/include/\n " FOO_H "\n",
+			db, NULL) ||
+	    manifest_db(manifest, "Package: base\nVersion: 1\nEssential: yes\nFiles:\n /usr/\n /usr/bin/\n", other,
+			NULL))
 		return -1;
 	sigset_t s = sigio_set();
 	return sigprocmask(SIG_BLOCK, &s, NULL);

@@ -31,12 +31,11 @@ static bool usable_tmpfs(const char *dir)
 	return (st.st_mode & S_ISVTX) != 0;
 }
 
-/* The run directory's socket, DIR/kiln-trace.XXXXXX/socket, must fit a
- * sockaddr_un: a longer base would make kiln trace fail, not just pick
- * another place. */
+/* The run directory's socket must fit a sockaddr_un: a longer base would
+ * make kiln trace fail, not just pick another place. */
 static bool short_enough(const char *dir)
 {
-	static const char tail[] = "/kiln-trace.XXXXXX/socket";
+	static const char tail[] = "/" TRACE_RUNDIR_TEMPLATE "/" TRACE_RUNDIR_SOCKET;
 	return strlen(dir) + sizeof tail <= sizeof(((struct sockaddr_un *)0)->sun_path);
 }
 

@@ -15,6 +15,10 @@
  * run directory's socket path (a sockaddr_un) is passed over. Returns a
  * static string. */
 const char *trace_rundir_base(void);
+/* The run directory kiln trace makes in that base (mkdtemp's template), and
+ * its server's socket in it. */
+#define TRACE_RUNDIR_TEMPLATE "kiln-trace.XXXXXX"
+#define TRACE_RUNDIR_SOCKET "socket"
 /* The same choice among given candidates (NULL: none): one of them. */
 const char *trace_rundir_base_of(const char *runtime_dir, const char *shm_dir, const char *tmpdir);
 
