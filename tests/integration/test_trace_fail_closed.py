@@ -8,6 +8,7 @@ reached by open (from a deep cwd and through a short link), stat, access and
 exec.
 As root and as nobody."""
 import os
+import subprocess
 
 import pytest
 
@@ -100,3 +101,66 @@ def test_long_canonical_paths_never_reach_a_hidden_file(uworld, total):
             hid, absent = got[f"{how}-hidden"], got[f"{how}-absent"]
             assert hid in (absent, "ENOENT", "EACCES", "ENAMETOOLONG"), (how, hid, absent)
     assert got["stat-hidden"] != "OK" and got["access-hidden"] != "OK", got
+
+
+# A name longer than NAME_MAX (255 bytes) cannot exist: the kernel fails
+# every call that reaches it with ENAMETOOLONG, and so must a traced call
+# (the server's own lstat fails the same way; that is no reason to refuse).
+NAME = "n" * 256
+LONG_PROBE = r'''
+import errno, os, sys
+def show(name, f):
+    try:
+        r = f()
+        if isinstance(r, int) and not isinstance(r, bool):
+            os.close(r)
+        print(name, "OK", flush=True)
+    except OSError as e:
+        print(name, errno.errorcode[e.errno], flush=True)
+for label, p in zip(sys.argv[1::2], sys.argv[2::2]):
+    show(f"{label}:stat", lambda: os.stat(p))
+    show(f"{label}:lstat", lambda: os.lstat(p))
+    show(f"{label}:open-r", lambda: os.open(p, os.O_RDONLY))
+    show(f"{label}:access", lambda: os.access(p, os.R_OK) or (_ for _ in ()).throw(OSError(errno.ENOENT, "")))
+    show(f"{label}:readlink", lambda: os.readlink(p))
+    show(f"{label}:listdir", lambda: os.listdir(p))
+    show(f"{label}:open-creat", lambda: os.open(p, os.O_WRONLY | os.O_CREAT, 0o644))
+    show(f"{label}:mkdir", lambda: os.mkdir(p))
+    show(f"{label}:chmod", lambda: os.chmod(p, 0o644))
+    show(f"{label}:unlink", lambda: os.unlink(p))
+    show(f"{label}:exec", lambda: os.execv(p, [p]))
+'''
+
+
+def test_a_name_too_long_fails_as_it_does_natively(uworld):
+    b, inc, lib = uworld.build, uworld.inc, uworld.lib
+    link = os.path.join(b, "to-long")
+
+    def relink():   # the probe's unlink takes the link itself away
+        if os.path.lexists(link):
+            os.unlink(link)
+        os.symlink(os.path.join(inc, NAME), link)
+    pairs = [("build", os.path.join(b, NAME)), ("relative", NAME),
+             ("tree", os.path.join(inc, NAME)),               # writes refused here
+             ("below", os.path.join(inc, NAME, "x")), ("link", link)]
+    script = os.path.join(b, "long.py")
+    with open(script, "w") as f:
+        f.write(LONG_PROBE)
+    args = [x for pair in pairs for x in pair]
+
+    def answers(r):
+        assert r.returncode == 0, r.stderr[-2000:]
+        return dict(line.split(" ", 1) for line in r.stdout.splitlines())
+    relink()
+    native = answers(subprocess.run([*uworld.runas, "/usr/bin/python3", script, *args], cwd=b,
+                                    capture_output=True, text=True, timeout=60))
+    assert len(native) == 11 * len(pairs) and native["build:stat"] == "ENAMETOOLONG", native
+    assert native["link:unlink"] == "OK", native
+    relink()
+    traced = answers(uworld.run(command=["python3", script, *args]))
+    assert traced == native, {k: (traced.get(k), v) for k, v in native.items() if traced.get(k) != v}
+    # Under a hidden directory it is as under an absent one.
+    hidden = answers(uworld.run(command=["python3", script, "h", os.path.join(lib, "foo", NAME),
+                                         "a", os.path.join(lib, "nothere", NAME)]))
+    assert {k[2:]: v for k, v in hidden.items() if k.startswith("h:")} == \
+        {k[2:]: v for k, v in hidden.items() if k.startswith("a:")}, hidden

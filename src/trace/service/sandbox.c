@@ -22,6 +22,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,7 @@ struct walk {
 	bool is_link, is_dir;
 	bool stable;   /* every node visited lies in a managed tree */
 	bool links;    /* a symlink was followed */
+	bool too_long; /* met a name too long for its file system */
 };
 
 #define NODE_MEMO_MAX 262144 /* entries; beyond, lstat every time */
@@ -511,6 +513,16 @@ static enum walk_outcome walk(struct sandbox *s, pid_t pid, const char *path, bo
 		struct stat st;
 		const struct node_seen *seen;
 		if (node_lstat(s, cur, clen, node_stable, &st, &seen) < 0) {
+			/* A name too long for its file system, in a directory
+			 * this walk reached (cur is short of PATH_MAX, so the
+			 * name is what is too long): nothing can have it, and the
+			 * kernel fails every call reaching it with ENAMETOOLONG,
+			 * whatever the call would do. Rare: not kept. */
+			if (errno == ENAMETOOLONG && clen < PATH_MAX) {
+				w->too_long = true;
+				w->stable = false;
+				break;
+			}
 			/* Only "does not exist" is the kernel's answer too; any other
 			 * failure (a canonical form past PATH_MAX, EACCES, EIO...)
 			 * says nothing about what the build's call reaches: fail
@@ -718,6 +730,8 @@ void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned acc
 	d->links = w.links;
 	if (o == WALK_HIDDEN)
 		goto hidden;
+	if (w.too_long)
+		return; /* ALLOW, reads and writes alike: the kernel says ENAMETOOLONG */
 
 	if (d->exists && w.vis == VIS_UNKNOWN && !w.is_link) {
 		if (s->policy->unknown == UNKNOWN_HIDE) {
