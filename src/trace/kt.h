@@ -135,6 +135,15 @@ _Static_assert(__builtin_offsetof(struct kt_question, path) ==
  * call, which reports EFAULT/ENOENT itself. */
 int kt_check(int dirfd, const char *path, unsigned access, unsigned qflags, int atflags);
 
+/* The access class of a rename's target, by renameat2's flags: a new name,
+ * and what was there is replaced (an empty directory too, where a create
+ * alone of an existing directory passes) or, with RENAME_EXCHANGE (2),
+ * moved away. Only RENAME_NOREPLACE (1) alone leaves it be. */
+static inline unsigned kt_rename_to_class(unsigned flags)
+{
+	return KILN_A_CREATE | ((flags & 3u) == 1u ? 0 : KILN_A_DELETE);
+}
+
 /* errno for a verdict on a call of the given access class. */
 int kt_verdict_errno(int verdict, unsigned access);
 

@@ -23,7 +23,7 @@ enum kiln_access {
 	KILN_A_WRITE  = 1u << 2, /* open for writing, truncate, chmod, utime... */
 	KILN_A_EXEC   = 1u << 3, /* execve target or #! interpreter */
 	KILN_A_LIST   = 1u << 4, /* opendir / getdents of a directory */
-	KILN_A_CREATE = 1u << 5, /* a new name: O_CREAT, mkdir, symlink, link, rename target */
+	KILN_A_CREATE = 1u << 5, /* a new name: O_CREAT, mkdir, symlink, link, rename target (+DELETE) */
 	KILN_A_DELETE = 1u << 6, /* unlink, rmdir, rename source */
 };
 /* The classes that only read: for a path that does not exist, every verdict

@@ -64,12 +64,6 @@ ssize_t __readlinkat_chk(int dirfd, const char *path, char *buf, size_t n, size_
 #define SUN(addr, len, acc)            kt_check_sockaddr((addr), (unsigned)(len), (acc))
 #define NS_ALWAYS                      KT_NS_ALWAYS
 
-static inline unsigned kt_rename_to_class(unsigned flags)
-{
-	/* RENAME_EXCHANGE (2) also moves the target away. */
-	return KILN_A_CREATE | ((flags & 2u) ? KILN_A_DELETE : 0);
-}
-
 #define KT_HOOK(ret, name, params, args, denial, check)                        \
 	static KT_HOT void *_Atomic kt_real_##name;                            \
 	KT_EXPORT ret name params                                              \

@@ -155,8 +155,8 @@ KT_EXPORT long syscall(long nr, ...)
 		kt_enter();
 		err = kt_check((int)a, (const char *)b, KILN_A_DELETE, KILN_Q_NOFOLLOW, 0);
 		if (!err)
-			err = kt_check((int)c, (const char *)d,
-				       KILN_A_CREATE | ((e & 2) ? KILN_A_DELETE : 0), KILN_Q_NOFOLLOW, 0);
+			err = kt_check((int)c, (const char *)d, kt_rename_to_class((unsigned)e),
+				       KILN_Q_NOFOLLOW, 0);
 		break;
 	case SYS_getdents64:
 		return getdents64((int)a, (void *)b, (size_t)c);
