@@ -33,6 +33,12 @@
  *                                     close, one write) and _exit; the parent
  *                                     itself never calls dup2 or close; ns
  *                                     per child
+ *   preload fork-exec N PROG          stat PROG once (as a shell does when it
+ *                                     looks a command up), then fork N
+ *                                     children that each exec PROG with no
+ *                                     arguments, as a shell runs a command:
+ *                                     what each of a configure script's
+ *                                     processes costs; per_child's figures
  */
 #include <fcntl.h>
 #include <locale.h>
@@ -125,6 +131,31 @@ static int fork_n(int n)
 		int st;
 		if (read(p[0], &c, 1) != 1 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
 		    WEXITSTATUS(st))
+			return 1;
+	}
+	return per_child(&r0, n, (now_ns() - t0) / n);
+}
+
+/* Stats prog, then forks n children that exec it (per_child's figures). */
+static int fork_exec_n(int n, char *prog)
+{
+	struct stat st;
+	if (stat(prog, &st) != 0)
+		return 1;
+	char *argv[] = { prog, NULL };
+	struct rusage r0;
+	getrusage(RUSAGE_CHILDREN, &r0);
+	double t0 = now_ns();
+	for (int i = 0; i < n; i++) {
+		pid_t pid = fork();
+		if (pid < 0)
+			return 1;
+		if (pid == 0) {
+			execv(prog, argv);
+			_exit(127);
+		}
+		int ws;
+		if (waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws) || WEXITSTATUS(ws))
 			return 1;
 	}
 	return per_child(&r0, n, (now_ns() - t0) / n);
@@ -231,6 +262,8 @@ int main(int argc, char **argv)
 	}
 	if (argc == 3 && !strcmp(argv[1], "fork"))
 		return fork_n(atoi(argv[2]));
+	if (argc == 4 && !strcmp(argv[1], "fork-exec"))
+		return fork_exec_n(atoi(argv[2]), argv[3]);
 	if (argc >= 4 && !strcmp(argv[1], "spawn-prog")) {
 		int n = atoi(argv[2]);
 		return spawn_n(n, argv[3], NULL, argv + 3, environ, 0);
@@ -238,6 +271,6 @@ int main(int argc, char **argv)
 	fprintf(stderr, "usage: preload noop | spawn N with|without LIB | spawn N inherit | "
 			"stat N PATH | open N PATH | stat-open FILE | spawn-stat N K PATH | spawn-stat-cold N K PATH MB | "
 			"spawn-prog N PROG [ARG...] | "
-			"locale NAME | spawn-locale N NAME | fork N\n");
+			"locale NAME | spawn-locale N NAME | fork N | fork-exec N PROG\n");
 	return 2;
 }
