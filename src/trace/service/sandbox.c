@@ -62,6 +62,7 @@ struct walk {
 	bool stable;   /* every node visited lies in a managed tree */
 	bool links;    /* a symlink was followed */
 	bool too_long; /* met a name too long for its file system */
+	bool fd_link;  /* ended on a descriptor's magic link (/proc/PID/fd/N) */
 };
 
 #define NODE_MEMO_MAX 262144 /* entries; beyond, lstat every time */
@@ -563,6 +564,7 @@ static enum walk_outcome walk(struct sandbox *s, pid_t pid, const char *path, bo
 		if (S_ISLNK(st.st_mode) && (!last || follow_last)) {
 			if (last && is_fd_magic_link(cur)) {
 				magic_end(d, w, cur);
+				w->fd_link = true;
 				return WALK_DONE;
 			}
 			if (proc_link_elsewhere(cur)) {
@@ -657,6 +659,35 @@ static enum walk_outcome walk_recall(const struct walk_entry *e, struct walk *w,
 	return WALK_DONE;
 }
 
+/* A write through a descriptor's magic link (the walk's last node,
+ * d->node) is a write to the file the process holds, which the kernel
+ * reopens, truncates or changes through it: its own path, put in s->tmp
+ * (1). 0: no path (a pipe, a socket: the kernel's business). -1: a path
+ * that is not the held file's (renamed since, another mount namespace):
+ * nothing to decide the write on. A deleted file's former path ("PATH
+ * (deleted)", no links left) is where it was. */
+static int held_file_path(struct sandbox *s, const struct sbx_decision *d)
+{
+	static const char deleted[] = " (deleted)";
+	const size_t dl = sizeof deleted - 1;
+	ssize_t n = readlink(d->node, s->tmp, SBX_BUF - 1);
+	if (n <= 0)
+		return -1;
+	s->tmp[n] = '\0';
+	if (s->tmp[0] != '/')
+		return 0;
+	struct stat held, named;
+	if (stat(d->node, &held) != 0)
+		return -1;
+	if (stat(s->tmp, &named) == 0 && named.st_dev == held.st_dev && named.st_ino == held.st_ino)
+		return 1;
+	if (held.st_nlink == 0 && (size_t)n > dl && !strcmp(s->tmp + n - dl, deleted)) {
+		s->tmp[n - dl] = '\0';
+		return 1;
+	}
+	return -1;
+}
+
 /* The policy action a name at `node` would have if it did not exist: its
  * own, unless a deny rule covers it (that rule is what hides it); then the
  * action of the area around the rule. */
@@ -746,6 +777,18 @@ void sandbox_decide(struct sandbox *s, pid_t pid, const char *path, unsigned acc
 	 * a missing name is the kernel's ENOENT. */
 	if ((writes == KILN_A_CREATE && d->exists && w.is_dir) || (probe && !d->exists))
 		writes = 0;
+	if (writes && w.fd_link) {
+		int held = held_file_path(s, d);
+		if (held < 0) {
+			fail(d, d->node);
+		} else if (held > 0 && policy_action_for(s->policy, s->tmp) != POLICY_ALLOW &&
+			   !policy_is_artifact(s->policy, s->tmp)) {
+			set_str(d->node, sizeof d->node, s->tmp); /* the report names the file */
+			d->verdict = KILN_V_DENY;
+			d->reason = probe ? SBX_WRITE_PROBE : SBX_WRITE_REFUSED;
+		}
+		return;
+	}
 	if (writes && policy_action_for(s->policy, d->node) != POLICY_ALLOW &&
 	    !policy_is_artifact(s->policy, d->node)) {
 		d->verdict = KILN_V_DENY;
