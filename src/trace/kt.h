@@ -282,6 +282,8 @@ long kt_access_bound(const struct kt_accesser *a);
 /* A metadata write (access class) through fd: 0 if the fd was opened for
  * writing (checked then), else the answer for the fd's file. */
 int kt_check_fd_write(int fd, unsigned access);
+/* The errno an ioctl request on fd must fail with, or 0 (hooks/ioctl.c). */
+int kt_ioctl_refused(int fd, unsigned long req);
 
 /* A named AF_UNIX address (bind: CREATE; connect, sendto: STAT): checked as
  * its path; 0 for any other address. */

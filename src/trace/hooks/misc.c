@@ -158,6 +158,10 @@ KT_EXPORT long syscall(long nr, ...)
 			err = kt_check((int)c, (const char *)d, kt_rename_to_class((unsigned)e),
 				       KILN_Q_NOFOLLOW, 0);
 		break;
+	case SYS_ioctl:
+		kt_enter();
+		err = kt_ioctl_refused((int)a, (unsigned long)b);
+		break;
 	case SYS_getdents64:
 		return getdents64((int)a, (void *)b, (size_t)c);
 	/* root, mounts, namespaces (trace/ns.c); clone itself goes to the real
