@@ -82,9 +82,7 @@ class World:
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
         os.chmod(self.db, 0o644)
-        if runas:
-            pw = pwd.getpwnam("nobody")
-            os.chown(self.build, pw.pw_uid, pw.pw_gid)
+        self.give(self.build)
         self.args = ["--db", self.db, "--deps", "libdep-dev", "--ask", self.sys]
 
     def cmd(self, *trace_args, command):
@@ -98,6 +96,23 @@ class World:
     def run(self, *trace_args, command, timeout=60, **kw):
         return subprocess.run(self.cmd(*trace_args, command=command), cwd=self.build,
                               capture_output=True, text=True, timeout=timeout, **kw)
+
+    def give(self, path):
+        """Makes path the build user's (nobody's when the world runs as
+        nobody), as a file the build itself made would be."""
+        if self.runas:
+            pw = pwd.getpwnam("nobody")
+            os.chown(path, pw.pw_uid, pw.pw_gid)
+
+    def probe(self, script, args, name="probe.py"):
+        """Runs the Python script (one "name RESULT" line per call) under
+        kiln trace with args; its answers as a dict, and kiln's stderr."""
+        path = os.path.join(self.build, name)
+        with open(path, "w") as f:
+            f.write(script)
+        r = self.run(command=["python3", path, *map(str, args)])
+        assert r.returncode == 0, r.stderr[-2000:]
+        return dict(line.split(" ", 1) for line in r.stdout.splitlines()), r.stderr
 
     def cleanup(self):
         shutil.rmtree(self.top, ignore_errors=True)

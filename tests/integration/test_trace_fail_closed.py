@@ -147,20 +147,18 @@ def test_a_name_too_long_fails_as_it_does_natively(uworld):
     with open(script, "w") as f:
         f.write(LONG_PROBE)
     args = [x for pair in pairs for x in pair]
-
-    def answers(r):
-        assert r.returncode == 0, r.stderr[-2000:]
-        return dict(line.split(" ", 1) for line in r.stdout.splitlines())
     relink()
-    native = answers(subprocess.run([*uworld.runas, "/usr/bin/python3", script, *args], cwd=b,
-                                    capture_output=True, text=True, timeout=60))
+    r = subprocess.run([*uworld.runas, "/usr/bin/python3", script, *args], cwd=b,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    native = dict(line.split(" ", 1) for line in r.stdout.splitlines())
     assert len(native) == 11 * len(pairs) and native["build:stat"] == "ENAMETOOLONG", native
     assert native["link:unlink"] == "OK", native
     relink()
-    traced = answers(uworld.run(command=["python3", script, *args]))
+    traced, _ = uworld.probe(LONG_PROBE, args, name="long.py")
     assert traced == native, {k: (traced.get(k), v) for k, v in native.items() if traced.get(k) != v}
     # Under a hidden directory it is as under an absent one.
-    hidden = answers(uworld.run(command=["python3", script, "h", os.path.join(lib, "foo", NAME),
-                                         "a", os.path.join(lib, "nothere", NAME)]))
+    hidden, _ = uworld.probe(LONG_PROBE, ["h", os.path.join(lib, "foo", NAME),
+                                          "a", os.path.join(lib, "nothere", NAME)], name="long.py")
     assert {k[2:]: v for k, v in hidden.items() if k.startswith("h:")} == \
         {k[2:]: v for k, v in hidden.items() if k.startswith("a:")}, hidden

@@ -9,7 +9,6 @@ leave the file as it was; writes through the links of files in the build
 directory, of a pipe, of a deleted temporary file there, keep working. As
 root and as nobody."""
 import os
-import pwd
 
 from runas import PROBE_PRELUDE, uworld  # noqa: F401 (fixture)
 
@@ -50,15 +49,8 @@ def test_writes_through_a_descriptors_links_are_writes_to_its_file(uworld):
     mine = os.path.join(uworld.build, "mine.txt")
     with open(mine, "w") as f:
         f.write("mine\n")
-    if uworld.runas:
-        pw = pwd.getpwnam("nobody")
-        os.chown(mine, pw.pw_uid, pw.pw_gid)
-    script = os.path.join(uworld.build, "fdlinks.py")
-    with open(script, "w") as f:
-        f.write(PROBE)
-    r = uworld.run(command=["python3", script, managed, mine])
-    assert r.returncode == 0, r.stderr[-2000:]
-    got = dict(line.split(" ", 1) for line in r.stdout.splitlines())
+    uworld.give(mine)
+    got, _ = uworld.probe(PROBE, [managed, mine], name="fdlinks.py")
     after = os.stat(managed)
     assert open(managed).read() == content and after.st_size == before.st_size
     assert (after.st_mode, after.st_mtime_ns) == (before.st_mode, before.st_mtime_ns)

@@ -9,7 +9,6 @@ without kiln, and the requests on a whole file system (freeze, thaw,
 label) are refused (EPERM, as for a build that is not root). As root and
 as nobody."""
 import os
-import pwd
 
 from runas import PROBE_PRELUDE, uworld  # noqa: F401 (fixture)
 
@@ -51,15 +50,8 @@ def test_inode_changing_ioctls_are_writes(uworld):
     mine = os.path.join(uworld.build, "mine.txt")
     with open(mine, "w") as f:
         f.write("mine\n")
-    if uworld.runas:
-        pw = pwd.getpwnam("nobody")
-        os.chown(mine, pw.pw_uid, pw.pw_gid)
-    script = os.path.join(uworld.build, "ioctls.py")
-    with open(script, "w") as f:
-        f.write(PROBE)
-    r = uworld.run(command=["python3", script, "managed", managed, "mine", mine])
-    assert r.returncode == 0, r.stderr[-2000:]
-    got = dict(line.split(" ", 1) for line in r.stdout.splitlines())
+    uworld.give(mine)
+    got, _ = uworld.probe(PROBE, ["managed", managed, "mine", mine], name="ioctls.py")
     assert got["managed:thaw"] == got["mine:thaw"] == "EPERM", got
     if got["managed:flags"].lstrip("-").isdigit():   # a file system with inode flags
         assert got["managed:setflags"] == "EACCES", got

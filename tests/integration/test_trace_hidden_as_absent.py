@@ -42,17 +42,7 @@ for label, p in zip(sys.argv[1::2], sys.argv[2::2]):
 
 
 def probe(w, pairs):
-    script = os.path.join(w.build, "absent.py")
-    with open(script, "w") as f:
-        f.write(PROBE)
-    args = [x for pair in pairs for x in pair]
-    r = w.run(command=["python3", script, *args])
-    assert r.returncode == 0, r.stderr[-2000:]
-    got = {}
-    for line in r.stdout.splitlines():
-        k, v = line.split(" ", 1)
-        got[k] = v
-    return got, r.stderr
+    return w.probe(PROBE, [x for pair in pairs for x in pair], name="absent.py")
 
 
 def compare(got, hidden_label, absent_label):

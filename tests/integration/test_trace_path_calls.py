@@ -54,21 +54,12 @@ for label, path in zip(sys.argv[1::2], sys.argv[2::2]):
 '''
 
 
-def probe(w, script, args):
-    path = os.path.join(w.build, "probe.py")
-    with open(path, "w") as f:
-        f.write(script)
-    r = w.run(command=["python3", path, *args])
-    assert r.returncode == 0, r.stderr[-2000:]
-    return dict(line.split(" ", 1) for line in r.stdout.splitlines()), r.stderr
-
-
 def test_hidden_paths_answer_as_absent_ones(uworld):
     hidden_file = os.path.join(uworld.inc, "foo.h")
     hidden_dir = os.path.join(uworld.lib, "foo")
     absent_file = os.path.join(uworld.inc, "nothere.h")
     absent_dir = os.path.join(uworld.lib, "nothere")
-    got, err = probe(uworld, PROBE, ["hf", hidden_file, "af", absent_file,
+    got, err = uworld.probe(PROBE, ["hf", hidden_file, "af", absent_file,
                                      "hd", hidden_dir, "ad", absent_dir])
     calls = sorted({k.split(":", 1)[1] for k in got})
     assert len(calls) == 11, calls
@@ -148,12 +139,9 @@ def test_metadata_writes_through_read_fds(uworld):
     mine = os.path.join(uworld.build, "mine.txt")
     with open(mine, "w") as f:
         f.write("x\n")
-    if uworld.runas:
-        import pwd
-        pw = pwd.getpwnam("nobody")
-        os.chown(mine, pw.pw_uid, pw.pw_gid)
+    uworld.give(mine)
     before = os.stat(os.path.join(uworld.inc, "dep.h"))
-    got, err = probe(uworld, FD_PROBE, ["ro", os.path.join(uworld.inc, "dep.h"), "bd", mine])
+    got, err = uworld.probe(FD_PROBE, ["ro", os.path.join(uworld.inc, "dep.h"), "bd", mine])
     for call in ("fchmod", "fchown", "futimens", "futimes", "fchownat-empty-opath",
                  "fsetxattr", "fremovexattr"):
         assert got[f"ro:{call}"] == "EACCES", (call, got)

@@ -8,7 +8,6 @@ it must be refused as a rename onto an absent name there is (EACCES),
 leave the directory as it was, and RENAME_NOREPLACE, which never replaces,
 get the kernel's EEXIST. As root and as nobody."""
 import os
-import pwd
 
 from runas import PROBE_PRELUDE, uworld  # noqa: F401 (fixture)
 
@@ -34,15 +33,8 @@ def test_renaming_onto_an_empty_managed_directory_is_refused(uworld):
     os.mkdir(src)
     with open(os.path.join(src, "evil"), "w") as f:
         f.write("replaced\n")
-    if uworld.runas:
-        pw = pwd.getpwnam("nobody")
-        os.chown(src, pw.pw_uid, pw.pw_gid)
-    script = os.path.join(uworld.build, "rename.py")
-    with open(script, "w") as f:
-        f.write(PROBE)
-    r = uworld.run(command=["python3", script, src, os.path.join(uworld.sys, "usr", "nothere"), empty])
-    assert r.returncode == 0, r.stderr[-2000:]
-    got = dict(line.split(" ", 1) for line in r.stdout.splitlines())
+    uworld.give(src)
+    got, _ = uworld.probe(PROBE, [src, os.path.join(uworld.sys, "usr", "nothere"), empty], name="rename.py")
     assert len(got) == 12, got
     assert os.listdir(empty) == [] and os.stat(empty).st_ino == before.st_ino, os.listdir(empty)
     assert os.path.exists(os.path.join(src, "evil"))

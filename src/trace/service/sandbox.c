@@ -676,12 +676,13 @@ static int held_file_path(struct sandbox *s, const struct sbx_decision *d)
 	s->tmp[n] = '\0';
 	if (s->tmp[0] != '/')
 		return 0;
-	struct stat held, named;
-	if (stat(d->node, &held) != 0)
+	if (!(d->id_flags & KILN_ID_FILE)) /* magic_end could not stat the held file */
 		return -1;
-	if (stat(s->tmp, &named) == 0 && named.st_dev == held.st_dev && named.st_ino == held.st_ino)
+	struct stat named, held;
+	if (stat(s->tmp, &named) == 0 && named.st_dev == d->dev && named.st_ino == d->ino)
 		return 1;
-	if (held.st_nlink == 0 && (size_t)n > dl && !strcmp(s->tmp + n - dl, deleted)) {
+	if ((size_t)n > dl && !strcmp(s->tmp + n - dl, deleted) && stat(d->node, &held) == 0 &&
+	    held.st_nlink == 0) {
 		s->tmp[n - dl] = '\0';
 		return 1;
 	}
